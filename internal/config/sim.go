@@ -1,0 +1,4 @@
+package config
+
+// SimConfig configures the cluster simulator and workload generation.
+type SimConfig struct{}
