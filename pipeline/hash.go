@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// keyVersion changes when the way keys are computed changes, so old caches are not reused.
+const keyVersion = "schedrl-pipeline-key/1"
+
+// stageKey hashes everything a stage's output depends on. inputs must be in the stage's
+// declared order; config is encoded as JSON (struct fields in order, map keys sorted).
+func stageKey(name string, config any, inputs []Output, codeRevision string) (string, error) {
+	cfg, err := json.Marshal(config)
+	if err != nil {
+		return "", fmt.Errorf("stage %s: encode config for its key: %w", name, err)
+	}
+	type in struct {
+		Stage string `json:"stage"`
+		Hash  string `json:"hash"`
+	}
+	ins := make([]in, len(inputs))
+	for i, o := range inputs {
+		ins[i] = in{o.Stage, o.Hash}
+	}
+	doc, err := json.Marshal(struct {
+		Version  string          `json:"version"`
+		Stage    string          `json:"stage"`
+		Config   json.RawMessage `json:"config"`
+		Inputs   []in            `json:"inputs"`
+		Revision string          `json:"code_revision"`
+	}{keyVersion, name, cfg, ins, codeRevision})
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(doc)
+	return hex.EncodeToString(sum[:])[:24], nil
+}
+
+// FileEntry is one file of a stage output, as recorded in its completion record.
+type FileEntry struct {
+	Path   string `json:"path"` // slash-separated, relative to the output directory
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// hashTree hashes every regular file under dir (sorted by path) and returns the entries and a
+// hash over paths, sizes and contents. Symlinks and other non-regular files are refused, since
+// their meaning would not travel with the output.
+func hashTree(dir string) ([]FileEntry, string, error) {
+	var files []FileEntry
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file (stage outputs hold only files and directories)", path)
+		}
+		sum, size, err := hashFile(path)
+		if err != nil {
+			return err
+		}
+		files = append(files, FileEntry{Path: filepath.ToSlash(rel), Size: size, SHA256: sum})
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	h := sha256.New()
+	for _, f := range files {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
+	}
+	return files, hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func hashFile(path string) (string, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", 0, err
+	}
+	defer f.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, f)
+	if err != nil {
+		return "", 0, fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), n, nil
+}
+
+// HashFile returns the hex sha256 of a file; used for the code revision of a binary.
+func HashFile(path string) (string, error) {
+	sum, _, err := hashFile(path)
+	return sum, err
+}

@@ -1,0 +1,94 @@
+// Package pipeline runs schedrl's stage graph (logs -> datasets -> pretrain -> finetune ->
+// eval -> publish) like make or DVC: each stage's key is a hash of its config section, its
+// inputs' content hashes and the code revision, and a stage whose key already has a complete
+// output is skipped. Outputs are built in a partial directory and renamed into place with their
+// completion record, so an interrupted run (even kill -9) resumes where it stopped.
+//
+// The package knows stages only through the Stage interface, so it builds without cgo; the
+// adapters that call the real stage packages live in pipeline/stages.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Stage is one step of the graph. Its output is one directory.
+type Stage interface {
+	// Name identifies the stage in keys, flags and records (e.g. "datasets").
+	Name() string
+	// Inputs names the upstream stages whose outputs Run reads; they must come earlier.
+	Inputs() []string
+	// Config is the stage's config section; its JSON encoding enters the key.
+	Config() any
+	// Run builds the output in env.OutDir. It returns the key metric for the summary.
+	Run(ctx context.Context, env Env) (Result, error)
+}
+
+// Resumable is implemented by stages that can continue from the partial output of an
+// interrupted run with the same key (finetune from its last checkpoint). Other stages start
+// from an empty directory every time.
+type Resumable interface {
+	Resumable() bool
+}
+
+// Env is what a stage run is handed.
+type Env struct {
+	Inputs   map[string]Output // upstream outputs by stage name
+	OutDir   string            // write the output here; committed after Run succeeds
+	Resumed  bool              // OutDir holds an interrupted run's partial output
+	Progress Progress
+	Log      *slog.Logger
+}
+
+// Output is a completed stage output.
+type Output struct {
+	Stage string `json:"stage"`
+	Key   string `json:"key"`
+	Dir   string `json:"dir"`
+	Hash  string `json:"hash"` // content hash of every file under Dir
+}
+
+// Result is what a stage reports besides its files.
+type Result struct {
+	Metric *Metric `json:"metric,omitempty"` // shown in the summary table
+	Note   string  `json:"note,omitempty"`   // e.g. the champion gate's decision
+}
+
+// Metric is a stage's key number.
+type Metric struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+// ErrUnavailable marks a stage whose implementation has not landed yet; the run reports it and
+// blocks everything downstream instead of producing a fake output.
+var ErrUnavailable = errors.New("not available yet")
+
+// Unavailable is a placeholder for a stage that does not exist yet. It keeps its place in the
+// graph so the run record and summary say what is missing.
+type Unavailable struct {
+	StageName   string
+	StageInputs []string
+	Reason      string
+}
+
+func (u Unavailable) Name() string     { return u.StageName }
+func (u Unavailable) Inputs() []string { return u.StageInputs }
+func (u Unavailable) Config() any      { return nil }
+
+func (u Unavailable) Run(context.Context, Env) (Result, error) {
+	return Result{}, unavailableError{u.StageName, u.Reason}
+}
+
+type unavailableError struct{ stage, reason string }
+
+func (e unavailableError) Error() string {
+	if e.reason == "" {
+		return e.stage + ": " + ErrUnavailable.Error()
+	}
+	return e.stage + ": " + ErrUnavailable.Error() + " (" + e.reason + ")"
+}
+
+func (e unavailableError) Unwrap() error { return ErrUnavailable }
