@@ -1,0 +1,48 @@
+package eval
+
+import (
+	"fmt"
+	"math"
+	"path/filepath"
+)
+
+// writeFigures draws every PNG of the report into dir (names from pngNames).
+func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
+	allocBars, fragBars := map[string][]bar{}, map[string][]bar{}
+	for _, trace := range m.Traces {
+		var ss []series
+		havePaper := false
+		for i, ref := range refs {
+			r := m.Find(ref.Raw, trace)
+			if r == nil {
+				continue
+			}
+			s := series{label: ref.Label(), color: colorOf(i), curve: meanCurve(r.PerSeed)}
+			paperAt130 := math.NaN()
+			if c, ok := paper.Lookup(ref, trace, m.Tune); ok {
+				s.paper, havePaper = c.AllocGPUPct, true
+				paperAt130 = c.Point().AllocGPUPct130
+			}
+			ss = append(ss, s)
+			allocBars[trace] = append(allocBars[trace], bar{s.label, s.color, r.AllocGPUPct130, paperAt130})
+			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, r.FragRatioPct130, math.NaN()})
+		}
+		title := fmt.Sprintf("%s, tune %.2g, mean of %d seeds", trace, m.Tune, len(m.Seeds))
+		if err := curveFigure(filepath.Join(dir, "alloc_"+trace+".png"), title,
+			"GPU allocated (% of cluster GPU capacity)", ss,
+			func(p CurvePoint) float64 { return p.AllocGPUPct }, havePaper); err != nil {
+			return err
+		}
+		if err := curveFigure(filepath.Join(dir, "frag_"+trace+".png"), title,
+			"Fragment ratio (% of idle GPU)", ss,
+			func(p CurvePoint) float64 { return p.FragRatioPct }, false); err != nil {
+			return err
+		}
+	}
+	if err := barFigure(filepath.Join(dir, "bars_alloc130.png"),
+		"GPU allocated at 130% arrival (% of capacity; axis does not start at 0)", allocBars, m.Traces, 80); err != nil {
+		return err
+	}
+	return barFigure(filepath.Join(dir, "bars_frag130.png"),
+		"Fragment ratio at 130% arrival (% of idle GPU)", fragBars, m.Traces, 0)
+}

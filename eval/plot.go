@@ -1,0 +1,260 @@
+package eval
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+)
+
+// displayNames are the paper's names for the heuristics, used in legends and tables.
+var displayNames = map[string]string{
+	"random": "Random", "dotprod": "DotProd", "clustering": "GpuClustering",
+	"packing": "GpuPacking", "bestfit": "BestFit", "fgd": "FGD",
+}
+
+// Label is how a policy appears in plots and tables.
+func (r PolicyRef) Label() string {
+	switch r.Kind {
+	case Heuristic:
+		if d, ok := displayNames[r.Name]; ok {
+			return d
+		}
+		return r.Name
+	case Checkpoint:
+		return "ckpt:" + filepath.Base(filepath.Clean(r.Dir))
+	}
+	return r.Raw
+}
+
+// palette is matplotlib's tab10, so the figures read like the paper's; a policy keeps its
+// colour in every figure of a report.
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
+	{188, 189, 34, 255}, {23, 190, 207, 255},
+}
+
+func colorOf(i int) color.Color { return palette[i%len(palette)] }
+
+const (
+	arrivedLabel = "Arrived workload (% of cluster GPU capacity)"
+	dpi          = 144
+)
+
+// series is one policy's mean curve on one trace, with the paper's when there is one.
+type series struct {
+	label string
+	color color.Color
+	curve []CurvePoint
+	paper []float64 // paper allocation curve, nil when absent
+}
+
+// curveFigure draws y(curve) against arrived workload: the whole range on the left and the
+// congested end (where the policies differ) magnified on the right, as the paper's insets do.
+func curveFigure(path, title, yLabel string, ss []series, y func(CurvePoint) float64, withPaper bool) error {
+	full, err := curvePanel(title, yLabel, ss, y, withPaper, 0)
+	if err != nil {
+		return err
+	}
+	zoom, err := curvePanel("Zoom: arrived ≥ 80%", yLabel, ss, y, withPaper, 80)
+	if err != nil {
+		return err
+	}
+	full.Legend.Top, full.Legend.Left = !withPaper, false
+	full.Legend.XOffs, full.Legend.YOffs = -vg.Points(6), vg.Points(6)
+	if !withPaper {
+		full.Legend.YOffs = -vg.Points(6)
+	}
+	zoom.Legend = plot.NewLegend()
+	return savePanels(path, [][]*plot.Plot{{full, zoom}}, 12*vg.Inch, 4.8*vg.Inch)
+}
+
+func curvePanel(title, yLabel string, ss []series, y func(CurvePoint) float64, withPaper bool, from int) (*plot.Plot, error) {
+	p := newPlot(title, arrivedLabel, yLabel)
+	p.X.Min, p.X.Max = float64(from), 130
+	yMin := math.Inf(1)
+	for _, s := range ss {
+		var xys plotter.XYs
+		for _, pt := range s.curve {
+			if pt.ArrivedPct >= from {
+				xys = append(xys, plotter.XY{X: float64(pt.ArrivedPct), Y: y(pt)})
+				yMin = min(yMin, y(pt))
+			}
+		}
+		if len(xys) == 0 {
+			continue
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", s.label, err)
+		}
+		l.Color, l.Width = s.color, vg.Points(1.6)
+		p.Add(l)
+		p.Legend.Add(s.label, l)
+		if withPaper && s.paper != nil {
+			var pxy plotter.XYs
+			for pct := from; pct < len(s.paper); pct++ {
+				pxy = append(pxy, plotter.XY{X: float64(pct), Y: s.paper[pct]})
+				yMin = min(yMin, s.paper[pct])
+			}
+			pl, err := plotter.NewLine(pxy)
+			if err != nil {
+				return nil, fmt.Errorf("plot paper %s: %w", s.label, err)
+			}
+			pl.Color, pl.Width, pl.Dashes = s.color, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+			p.Add(pl)
+		}
+	}
+	if withPaper {
+		key, _ := plotter.NewLine(plotter.XYs{{}})
+		key.Color, key.Width, key.Dashes = color.Gray{90}, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Legend.Add("dashed: paper (ATC'23, seeds 42–51)", key)
+	}
+	if from > 0 && !math.IsInf(yMin, 1) {
+		p.Y.Min = math.Floor(yMin/5) * 5
+	}
+	return p, nil
+}
+
+// bar is one policy's summary on one trace, with the paper's mean when there is one.
+type bar struct {
+	label string
+	color color.Color
+	value Summary
+	paper float64 // NaN when absent
+}
+
+// barFigure draws one horizontal bar panel per trace: the mean over seeds with its 95% CI
+// as whiskers and the paper's mean as a black diamond. The value axis starts at xMin so that
+// differences of a point or two stay visible; the axis label says so.
+func barFigure(path, xLabel string, panels map[string][]bar, traces []string, xMin float64) error {
+	cols := min(2, len(traces))
+	rows := (len(traces) + cols - 1) / cols
+	grid := make([][]*plot.Plot, rows)
+	for i := range grid {
+		grid[i] = make([]*plot.Plot, cols)
+	}
+	for i, trace := range traces {
+		p, err := barPanel(trace, xLabel, panels[trace], xMin)
+		if err != nil {
+			return err
+		}
+		grid[i/cols][i%cols] = p
+	}
+	panelHeight := vg.Length(1.3+0.32*float64(len(panels[traces[0]]))) * vg.Inch
+	return savePanels(path, grid, vg.Length(cols)*6*vg.Inch, vg.Length(rows)*panelHeight)
+}
+
+func barPanel(trace, xLabel string, bars []bar, xMin float64) (*plot.Plot, error) {
+	p := newPlot("trace: "+trace, xLabel, "")
+	n := len(bars)
+	names := make([]string, n)
+	var errs errorXY
+	var paper plotter.XYs
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, b := range bars {
+		pos := float64(n - 1 - i) // first policy on top
+		names[n-1-i] = b.label
+		bc, err := plotter.NewBarChart(plotter.Values{b.value.Mean}, vg.Points(14))
+		if err != nil {
+			return nil, fmt.Errorf("bar %s: %w", b.label, err)
+		}
+		bc.Horizontal, bc.XMin, bc.Color = true, pos, b.color
+		bc.LineStyle.Width = 0
+		p.Add(bc)
+		errs = append(errs, struct{ x, y, lo, hi float64 }{b.value.Mean, pos, b.value.HalfWidth, b.value.HalfWidth})
+		lo, hi = min(lo, b.value.Low), max(hi, b.value.High)
+		if !math.IsNaN(b.paper) {
+			paper = append(paper, plotter.XY{X: b.paper, Y: pos})
+			lo, hi = min(lo, b.paper), max(hi, b.paper)
+		}
+	}
+	eb, err := plotter.NewXErrorBars(errs)
+	if err != nil {
+		return nil, fmt.Errorf("error bars: %w", err)
+	}
+	eb.Width, eb.CapWidth = vg.Points(1.2), vg.Points(8)
+	p.Add(eb)
+	if len(paper) > 0 {
+		sc, err := plotter.NewScatter(paper)
+		if err != nil {
+			return nil, fmt.Errorf("paper markers: %w", err)
+		}
+		sc.Shape, sc.Radius, sc.Color = draw.PyramidGlyph{}, vg.Points(4), color.Black
+		p.Add(sc)
+		p.Legend.Add("paper (ATC'23)", sc)
+		p.Legend.Top, p.Legend.Left = false, false
+	}
+	p.NominalY(names...)
+	p.X.Min = math.Min(xMin, math.Floor(lo))
+	p.X.Max = math.Ceil(hi + 0.05*(hi-p.X.Min))
+	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
+	return p, nil
+}
+
+// errorXY feeds horizontal error bars.
+type errorXY []struct{ x, y, lo, hi float64 }
+
+func (e errorXY) Len() int                    { return len(e) }
+func (e errorXY) XY(i int) (float64, float64) { return e[i].x, e[i].y }
+func (e errorXY) XError(i int) (float64, float64) {
+	return e[i].lo, e[i].hi
+}
+
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Label.TextStyle.Font.Size = vg.Points(11)
+		a.Tick.Label.Font.Size = vg.Points(10)
+	}
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	g := plotter.NewGrid()
+	g.Vertical.Color, g.Horizontal.Color = color.Gray{225}, color.Gray{225}
+	p.Add(g)
+	return p
+}
+
+// savePanels lays plots out in a grid and writes one PNG atomically.
+func savePanels(path string, grid [][]*plot.Plot, w, h vg.Length) error {
+	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Points(12), PadY: vg.Points(12),
+		PadTop: vg.Points(6), PadBottom: vg.Points(6), PadLeft: vg.Points(6), PadRight: vg.Points(10)}
+	canvases := plot.Align(grid, tiles, dc)
+	for i, row := range grid {
+		for j, p := range row {
+			if p != nil {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Commit()
+}
+
+// pngNames lists the figure files of a report, in the order the report shows them.
+func pngNames(traces []string) []string {
+	var names []string
+	for _, t := range traces {
+		names = append(names, "alloc_"+t+".png", "frag_"+t+".png")
+	}
+	return append(names, "bars_alloc130.png", "bars_frag130.png")
+}
