@@ -10,4 +10,5 @@ type Config struct {
 	Seed     int64          `mapstructure:"seed" yaml:"seed"`
 	Sim      SimConfig      `mapstructure:"sim" yaml:"sim"`
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
+	Pipeline PipelineConfig `mapstructure:"pipeline" yaml:"pipeline"`
 }

@@ -1,0 +1,132 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// PipelineConfig configures `schedrl pipeline run`: where the stage cache and run records
+// live, which stages run, what the publish stage publishes and when it promotes.
+type PipelineConfig struct {
+	// Dir holds the stage cache (one directory per stage and key) and the run records.
+	Dir string `mapstructure:"dir" yaml:"dir"`
+	// Stages to run, a subset of PipelineStages in that order; every input of a listed stage
+	// must be listed too.
+	Stages []string `mapstructure:"stages" yaml:"stages"`
+	// Model is the registry model name the publish stage publishes under.
+	Model string `mapstructure:"model" yaml:"model"`
+	// Gate decides whether a published version becomes the champion.
+	Gate GateConfig `mapstructure:"gate" yaml:"gate"`
+}
+
+// GateConfig is the champion gate: a new version takes Alias only when, on every workload in
+// Workloads, its Metric beats each Baselines policy and the current Alias holder by more than
+// Margin.
+type GateConfig struct {
+	Alias string `mapstructure:"alias" yaml:"alias"`
+	// Metric is the eval metric compared (higher is better), e.g. alloc_gpu_pct_130.
+	Metric string `mapstructure:"metric" yaml:"metric"`
+	// Margin in the metric's unit (points of allocation for alloc_gpu_pct_*); >= 0.
+	Margin float64 `mapstructure:"margin" yaml:"margin"`
+	// Workloads are eval trace names (default, gpushare40, ...) the candidate must win on.
+	Workloads []string `mapstructure:"workloads" yaml:"workloads"`
+	// Baselines are heuristic policies in the same eval that the candidate must beat.
+	Baselines []string `mapstructure:"baselines" yaml:"baselines"`
+}
+
+// PipelineStages is the full stage graph in execution order (PipelineInputs gives its edges).
+var PipelineStages = []string{"logs", "datasets", "pretrain", "finetune", "eval", "publish"}
+
+// GateMetrics are the eval metrics the gate can compare.
+var GateMetrics = []string{"alloc_gpu_pct_100", "alloc_gpu_pct_130"}
+
+var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
+
+// SetDefaults runs every stage under runs/pipeline and gates on the default trace against FGD.
+func (c *PipelineConfig) SetDefaults() {
+	c.Dir = "runs/pipeline"
+	c.Stages = slices.Clone(PipelineStages)
+	c.Model = "placement"
+	c.Gate = GateConfig{
+		Alias:     "champion",
+		Metric:    "alloc_gpu_pct_130",
+		Margin:    0,
+		Workloads: []string{"default"},
+		Baselines: []string{"fgd"},
+	}
+}
+
+// Validate checks the stage list, the model name and the gate.
+func (c PipelineConfig) Validate() error {
+	if strings.TrimSpace(c.Dir) == "" {
+		return fmt.Errorf("dir: must name a directory")
+	}
+	if len(c.Stages) == 0 {
+		return fmt.Errorf("stages: list at least one of %v", PipelineStages)
+	}
+	last := -1
+	for i, s := range c.Stages {
+		at := slices.Index(PipelineStages, s)
+		switch {
+		case at < 0:
+			return fmt.Errorf("stages[%d]: unknown stage %q (want some of %v, in that order)", i, s, PipelineStages)
+		case at <= last:
+			return fmt.Errorf("stages[%d]: %q is listed twice or out of order (order: %v)", i, s, PipelineStages)
+		}
+		last = at
+	}
+	for i, s := range c.Stages {
+		for _, in := range PipelineInputs(s) {
+			if !slices.Contains(c.Stages, in) {
+				return fmt.Errorf("stages[%d]: %q reads %q, which is not listed", i, s, in)
+			}
+		}
+	}
+	if !modelName.MatchString(c.Model) {
+		return fmt.Errorf("model: %q is not a model name (letters, digits, '.', '_', '-'; at most 100)", c.Model)
+	}
+	return c.Gate.validate()
+}
+
+func (g GateConfig) validate() error {
+	switch {
+	case !modelName.MatchString(g.Alias):
+		return fmt.Errorf("gate.alias: %q is not an alias name", g.Alias)
+	case !slices.Contains(GateMetrics, g.Metric):
+		return fmt.Errorf("gate.metric: unknown metric %q (want one of %v)", g.Metric, GateMetrics)
+	case !(g.Margin >= 0):
+		return fmt.Errorf("gate.margin: must be >= 0, got %v", g.Margin)
+	case len(g.Workloads) == 0:
+		return fmt.Errorf("gate.workloads: list at least one eval trace")
+	}
+	for i, w := range g.Workloads {
+		if strings.TrimSpace(w) == "" {
+			return fmt.Errorf("gate.workloads[%d]: empty", i)
+		}
+	}
+	for i, b := range g.Baselines {
+		if strings.TrimSpace(b) == "" {
+			return fmt.Errorf("gate.baselines[%d]: empty", i)
+		}
+	}
+	return nil
+}
+
+// PipelineInputs names the stages whose outputs stage reads.
+func PipelineInputs(stage string) []string {
+	switch stage {
+	case "datasets":
+		return []string{"logs"}
+	case "pretrain":
+		return []string{"datasets"}
+	case "finetune":
+		return []string{"pretrain"}
+	case "eval":
+		return []string{"pretrain", "finetune"}
+	case "publish":
+		return []string{"finetune", "eval"}
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPipelineValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *PipelineConfig)
+		want   string // "" = valid
+	}{
+		{"defaults", func(*PipelineConfig) {}, ""},
+		{"prefix of the graph", func(c *PipelineConfig) { c.Stages = []string{"logs", "datasets"} }, ""},
+		{"unknown stage", func(c *PipelineConfig) { c.Stages = []string{"logs", "dataset"} }, `stages[1]: unknown stage "dataset"`},
+		{"out of order", func(c *PipelineConfig) { c.Stages = []string{"datasets", "logs"} }, `stages[1]: "logs" is listed twice or out of order`},
+		{"missing input", func(c *PipelineConfig) { c.Stages = []string{"logs", "pretrain"} }, `stages[1]: "pretrain" reads "datasets"`},
+		{"empty dir", func(c *PipelineConfig) { c.Dir = " " }, "dir:"},
+		{"bad model", func(c *PipelineConfig) { c.Model = "../x" }, "model:"},
+		{"negative margin", func(c *PipelineConfig) { c.Gate.Margin = -1 }, "gate.margin: must be >= 0"},
+		{"unknown metric", func(c *PipelineConfig) { c.Gate.Metric = "speed" }, `gate.metric: unknown metric "speed"`},
+		{"no workloads", func(c *PipelineConfig) { c.Gate.Workloads = nil }, "gate.workloads:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var c PipelineConfig
+			c.SetDefaults()
+			tc.change(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
