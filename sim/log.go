@@ -1,0 +1,178 @@
+package sim
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+)
+
+// Decision-log schema identifiers (see docs/decision-log.md).
+const (
+	LogSchema  = "schedrl.decision-log"
+	LogVersion = 1
+)
+
+// Event types of the decision log.
+const (
+	EvArrive  = "arrive"
+	EvBind    = "bind"
+	EvFail    = "fail"
+	EvMigrate = "migrate"
+	EvEvict   = "evict"
+	EvDelete  = "delete"
+)
+
+// NodeRecord is a node in the log header.
+type NodeRecord struct {
+	Name  string `json:"name"`
+	CPU   int64  `json:"cpu_milli"`
+	Mem   int64  `json:"memory_mib"`
+	GPUs  int    `json:"gpu"`
+	Model string `json:"model,omitempty"`
+}
+
+// ShapeRecord is a typical shape in the log header.
+type ShapeRecord struct {
+	CPU      int64   `json:"cpu_milli"`
+	NumGPU   int     `json:"num_gpu"`
+	GPUMilli int64   `json:"gpu_milli"`
+	GPUSpec  string  `json:"gpu_spec,omitempty"`
+	Weight   float64 `json:"weight"`
+}
+
+// TaskRecord is a task's request as logged on arrival.
+type TaskRecord struct {
+	CPU      int64  `json:"cpu_milli"`
+	Mem      int64  `json:"memory_mib"`
+	NumGPU   int    `json:"num_gpu"`
+	GPUMilli int64  `json:"gpu_milli"`
+	GPUSpec  string `json:"gpu_spec,omitempty"`
+}
+
+// LogHeader is the first line of a decision log.
+type LogHeader struct {
+	Schema  string            `json:"schema"`
+	Version int               `json:"version"`
+	Type    string            `json:"type"` // "header"
+	Nodes   []NodeRecord      `json:"nodes"`
+	Shapes  []ShapeRecord     `json:"typical_shapes,omitempty"`
+	Meta    map[string]string `json:"meta,omitempty"`
+}
+
+// Event is one line after the header.
+type Event struct {
+	Seq      int64       `json:"seq"`
+	Type     string      `json:"type"`
+	Time     *int64      `json:"time,omitempty"`
+	Task     string      `json:"task"`
+	Request  *TaskRecord `json:"request,omitempty"`
+	Node     string      `json:"node,omitempty"`
+	GPUs     []int       `json:"gpus,omitempty"`
+	FromNode string      `json:"from_node,omitempty"`
+	FromGPUs []int       `json:"from_gpus,omitempty"`
+	Reason   string      `json:"reason,omitempty"`
+}
+
+// NewLogHeader describes a cluster (and its typical shapes) for a log.
+func NewLogHeader(c *Cluster, meta map[string]string) LogHeader {
+	h := LogHeader{Schema: LogSchema, Version: LogVersion, Type: "header", Meta: meta}
+	for _, n := range c.nodes {
+		h.Nodes = append(h.Nodes, NodeRecord{Name: n.Name, CPU: n.CPU, Mem: n.Mem, GPUs: n.GPUs, Model: n.GPUType})
+	}
+	if c.model != nil {
+		for _, s := range c.model.Shapes {
+			t := Task{GPUTypes: s.GPUTypes}
+			h.Shapes = append(h.Shapes, ShapeRecord{CPU: s.CPU, NumGPU: s.NumGPU, GPUMilli: s.GPUMilli, GPUSpec: t.Spec(), Weight: s.Weight})
+		}
+	}
+	return h
+}
+
+// NodesOf returns the header's nodes.
+func (h LogHeader) NodesOf() []Node {
+	out := make([]Node, len(h.Nodes))
+	for i, n := range h.Nodes {
+		out[i] = Node{Name: n.Name, CPU: n.CPU, Mem: n.Mem, GPUs: n.GPUs, GPUType: n.Model}
+	}
+	return out
+}
+
+// ModelOf returns the header's typical shapes as a model, or nil when it has none.
+func (h LogHeader) ModelOf() *FragModel {
+	if len(h.Shapes) == 0 {
+		return nil
+	}
+	m := &FragModel{}
+	for _, s := range h.Shapes {
+		m.Shapes = append(m.Shapes, Shape{CPU: s.CPU, NumGPU: s.NumGPU, GPUMilli: s.GPUMilli, GPUTypes: splitSpec(s.GPUSpec), Weight: s.Weight})
+	}
+	return m
+}
+
+// LogWriter writes a decision log. A nil *LogWriter discards everything.
+type LogWriter struct {
+	w   *bufio.Writer
+	enc *json.Encoder
+	seq int64
+}
+
+// NewLogWriter writes the header and returns a writer for the events; call Flush at the end.
+func NewLogWriter(w io.Writer, h LogHeader) (*LogWriter, error) {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	lw := &LogWriter{w: bw, enc: json.NewEncoder(bw)}
+	if err := lw.enc.Encode(h); err != nil {
+		return nil, fmt.Errorf("decision log: %w", err)
+	}
+	return lw, nil
+}
+
+// Write appends one event, numbering it.
+func (lw *LogWriter) Write(ev Event) error {
+	if lw == nil {
+		return nil
+	}
+	lw.seq++
+	ev.Seq = lw.seq
+	if err := lw.enc.Encode(ev); err != nil {
+		return fmt.Errorf("decision log: %w", err)
+	}
+	return nil
+}
+
+// Flush writes buffered events.
+func (lw *LogWriter) Flush() error {
+	if lw == nil {
+		return nil
+	}
+	return lw.w.Flush()
+}
+
+// Arrive logs a task's arrival with its request.
+func (lw *LogWriter) Arrive(t Task) error {
+	if lw == nil {
+		return nil
+	}
+	return lw.Write(Event{Type: EvArrive, Task: t.Name, Request: &TaskRecord{CPU: t.CPU, Mem: t.Mem, NumGPU: t.NumGPU, GPUMilli: t.GPUMilli, GPUSpec: t.Spec()}})
+}
+
+// Bind logs a placement.
+func (lw *LogWriter) Bind(task, node string, gpus GPUSet) error {
+	return lw.Write(Event{Type: EvBind, Task: task, Node: node, GPUs: gpus.Indices()})
+}
+
+// Fail logs that a task could not be placed.
+func (lw *LogWriter) Fail(task, reason string) error {
+	return lw.Write(Event{Type: EvFail, Task: task, Reason: reason})
+}
+
+// Migrate logs a migration.
+func (lw *LogWriter) Migrate(task, fromNode string, from GPUSet, node string, to GPUSet) error {
+	return lw.Write(Event{Type: EvMigrate, Task: task, FromNode: fromNode, FromGPUs: from.Indices(), Node: node, GPUs: to.Indices()})
+}
+
+// Evict logs that a running task was stopped to be re-placed.
+func (lw *LogWriter) Evict(task string) error { return lw.Write(Event{Type: EvEvict, Task: task}) }
+
+// Delete logs that a task finished or was deleted.
+func (lw *LogWriter) Delete(task string) error { return lw.Write(Event{Type: EvDelete, Task: task}) }
