@@ -143,10 +143,9 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 		inputs, missing := r.inputs(s)
-		if missing != "" {
+		if _, unavailable := s.(Unavailable); missing != "" && !unavailable {
 			sr.Status = StatusBlocked
 			sr.Note = "input " + missing + " did not complete"
-			problems = append(problems, s.Name()+" blocked")
 			continue
 		}
 		forced := i >= from || slices.Contains(r.o.Force, s.Name())

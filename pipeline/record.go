@@ -67,7 +67,8 @@ type StageRecord struct {
 	Finished *time.Time `json:"finished,omitempty"`
 }
 
-func recordPath(root, runID string) string { return filepath.Join(root, "runs", runID+".json") }
+// RecordPath is where the record of run runID is saved.
+func RecordPath(root, runID string) string { return filepath.Join(root, "runs", runID+".json") }
 
 // save writes the record under its run id and as runs/latest.json.
 func (r *Record) save(root string) error {
@@ -76,7 +77,7 @@ func (r *Record) save(root string) error {
 		return err
 	}
 	data = append(data, '\n')
-	if err := atomicfile.WriteFile(recordPath(root, r.RunID), data, 0o644); err != nil {
+	if err := atomicfile.WriteFile(RecordPath(root, r.RunID), data, 0o644); err != nil {
 		return err
 	}
 	return atomicfile.WriteFile(filepath.Join(root, "runs", "latest.json"), data, 0o644)
@@ -87,7 +88,7 @@ func LoadRecord(root, runID string) (*Record, error) {
 	if runID == "" {
 		runID = "latest"
 	}
-	path := recordPath(root, runID)
+	path := RecordPath(root, runID)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read run record: %w", err)

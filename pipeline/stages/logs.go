@@ -1,0 +1,101 @@
+package stages
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/pipeline"
+)
+
+// givenLogs is the logs stage when datasets.logs names existing decision logs (from a real
+// cluster, or an earlier `schedrl sim` batch): it copies them into the stage output, so the
+// cache holds exactly what the dataset was built from.
+type givenLogs struct {
+	files []string
+	key   []logFile // enters the key: a log edited in place changes it
+}
+
+type logFile struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+func newLogs(cfg config.Config) (pipeline.Stage, error) {
+	if cfg.Datasets.Logs == "" {
+		return unavailable("logs", "expert log generation through sim has not landed; set datasets.logs to use existing decision logs"), nil
+	}
+	return newGivenLogs(cfg.Datasets.Logs)
+}
+
+func newGivenLogs(glob string) (*givenLogs, error) {
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		return nil, fmt.Errorf("datasets.logs: %q: %w", glob, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("datasets.logs: %q matches no file", glob)
+	}
+	sort.Strings(files)
+	s := &givenLogs{files: files}
+	seen := map[string]string{}
+	for _, f := range files {
+		base := filepath.Base(f)
+		if prev, dup := seen[base]; dup {
+			return nil, fmt.Errorf("datasets.logs: %s and %s have the same file name", prev, f)
+		}
+		seen[base] = f
+		sum, err := pipeline.HashFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("datasets.logs: %w", err)
+		}
+		s.key = append(s.key, logFile{base, sum})
+	}
+	return s, nil
+}
+
+func (s *givenLogs) Name() string     { return "logs" }
+func (s *givenLogs) Inputs() []string { return nil }
+func (s *givenLogs) Config() any      { return map[string]any{"given": s.key} }
+
+func (s *givenLogs) Run(ctx context.Context, env pipeline.Env) (pipeline.Result, error) {
+	env.Progress.Start(int64(len(s.files)), "logs")
+	var bytes int64
+	for _, f := range s.files {
+		if err := ctx.Err(); err != nil {
+			return pipeline.Result{}, err
+		}
+		n, err := copyFile(f, filepath.Join(env.OutDir, filepath.Base(f)))
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		bytes += n
+		env.Progress.Add(1)
+	}
+	env.Log.Info("copied decision logs", "files", len(s.files), "bytes", bytes)
+	return pipeline.Result{Metric: &pipeline.Metric{Name: "logs", Value: float64(len(s.files))}}, nil
+}
+
+func copyFile(src, dst string) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return n, fmt.Errorf("copy %s: %w", src, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,51 @@
+// Package stages adapts schedrl's stage packages (sim, datasets, pretrain, finetune, eval,
+// registry) to pipeline.Stage. Each adapter takes its config section, hands the pipeline the
+// part of it that decides the output (paths and parallelism are left out of keys), and runs
+// the package into the directory the pipeline gives it.
+package stages
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/pipeline"
+)
+
+// Build returns the pipeline cfg.Pipeline.Stages selects. A stage whose package has not landed
+// is a pipeline.Unavailable, which the run reports instead of inventing an output.
+func Build(cfg config.Config) (*pipeline.Pipeline, error) {
+	if err := cfg.Pipeline.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline.%w", err)
+	}
+	var list []pipeline.Stage
+	for _, name := range cfg.Pipeline.Stages {
+		s, err := newStage(name, cfg)
+		if err != nil {
+			return nil, err
+		}
+		if got, want := s.Inputs(), config.PipelineInputs(name); !slices.Equal(got, want) {
+			return nil, fmt.Errorf("stage %s reads %v, the config's graph says %v", name, got, want)
+		}
+		list = append(list, s)
+	}
+	return pipeline.New(list...)
+}
+
+func newStage(name string, cfg config.Config) (pipeline.Stage, error) {
+	switch name {
+	case "logs":
+		return newLogs(cfg)
+	}
+	return unavailable(name, "package "+packageOf[name]+" has no pipeline entry point yet"), nil
+}
+
+// packageOf names the package behind each stage, for the "not available yet" message.
+var packageOf = map[string]string{
+	"logs": "sim", "datasets": "datasets", "pretrain": "pretrain",
+	"finetune": "finetune", "eval": "eval", "publish": "registry",
+}
+
+func unavailable(name, reason string) pipeline.Unavailable {
+	return pipeline.Unavailable{StageName: name, StageInputs: config.PipelineInputs(name), Reason: reason}
+}
