@@ -1,0 +1,198 @@
+package env
+
+import (
+	"math"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/schedrl/schedrl/sim"
+)
+
+func traceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+}
+
+// openb builds the 1213-node openb cluster and a tune-ratio workload of the default trace.
+func openb(tb testing.TB, ratio float64, seed uint64) (*sim.Cluster, []sim.Task) {
+	tb.Helper()
+	nodes, err := sim.LoadNodes(filepath.Join(traceDir(), "openb_node_list_gpu_node.csv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	trace, err := sim.LoadTasks(filepath.Join(traceDir(), "openb_pod_list_default.csv"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	model, err := sim.TypicalShapes(trace, 0.95)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := sim.NewCluster(nodes, model)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_, _, capGPU := c.Capacity()
+	tasks, err := sim.TuneWorkload(trace, capGPU, ratio, sim.RNG(seed, sim.StreamWorkload))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c, tasks
+}
+
+// greedy picks the feasible node with the lowest frag_delta feature (FGD's rule).
+func greedy(obs *Observation) int {
+	nf := len(placementSpec.Node)
+	best, bestV := -1, float32(math.Inf(1))
+	for i, ok := range obs.Mask {
+		if ok && obs.Nodes[i*nf+10] < bestV {
+			best, bestV = i, obs.Nodes[i*nf+10]
+		}
+	}
+	return best
+}
+
+func TestPlacementObservationMatchesSimulator(t *testing.T) {
+	c, tasks := openb(t, 0.6, 42)
+	a := NewArrivals(c, tasks, DefaultOptions())
+	spec := a.Spec()
+	var obs Observation
+	var feasible []int
+	for step := 0; !a.Done(); step++ {
+		a.Observe(&obs)
+		if len(obs.Nodes) != c.NumNodes()*len(spec.Node) || len(obs.Task) != len(spec.Task) || len(obs.Global) != len(spec.Global) {
+			t.Fatalf("step %d: observation sizes %d/%d/%d do not fit the spec", step, len(obs.Nodes), len(obs.Task), len(obs.Global))
+		}
+		if step%97 == 0 {
+			checkStep(t, step, a.Placement, &obs, feasible)
+		}
+		node := greedy(&obs)
+		before := c.ClusterFrag()
+		r, err := a.Step(Action{Candidate: node})
+		if err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if math.Abs(r.FragDelta-(c.ClusterFrag()-before)) > 1e-6 {
+			t.Fatalf("step %d: FragDelta %v, cluster fragment moved %v", step, r.FragDelta, c.ClusterFrag()-before)
+		}
+	}
+}
+
+// checkStep compares the encoded decision with what the simulator says directly.
+func checkStep(t *testing.T, step int, p *Placement, obs *Observation, buf []int) {
+	t.Helper()
+	c, task := p.Cluster(), p.Task()
+	feasible := c.FeasibleNodes(task, buf[:0])
+	got := 0
+	for i, ok := range obs.Mask {
+		if ok {
+			if got >= len(feasible) || feasible[got] != i {
+				t.Fatalf("step %d: mask marks node %d, simulator's feasible nodes are %v", step, i, feasible)
+			}
+			got++
+		}
+	}
+	if got != len(feasible) {
+		t.Fatalf("step %d: mask has %d feasible nodes, simulator %d", step, got, len(feasible))
+	}
+	for _, v := range append(append(append([]float32(nil), obs.Nodes...), obs.Task...), obs.Global...) {
+		if math.IsNaN(float64(v)) || v < -8 || v > 8 {
+			t.Fatalf("step %d: feature %v not normalised", step, v)
+		}
+	}
+	// The environment's GPU choice is the least-fragmenting candidate on each node.
+	nf := len(placementSpec.Node)
+	best := map[int]float64{}
+	for _, ch := range c.Candidates(task, nil) {
+		d := c.FragDelta(task, ch)
+		if v, ok := best[ch.Node]; !ok || d < v {
+			best[ch.Node] = d
+		}
+	}
+	for node, d := range best {
+		if got := float64(obs.Nodes[node*nf+10]); math.Abs(got-float32ish(d/1000)) > 1e-6 {
+			t.Fatalf("step %d node %d: frag_delta %v, best candidate gives %v", step, node, got, d/1000)
+		}
+		ch, err := p.Choice(Action{Candidate: node})
+		if err != nil {
+			t.Fatalf("step %d node %d: %v", step, node, err)
+		}
+		if got := c.FragDelta(task, ch); math.Abs(got-d) > 1e-9 {
+			t.Fatalf("step %d node %d: env picks GPUs %v with delta %v, best is %v", step, node, ch.GPUs, got, d)
+		}
+	}
+}
+
+func float32ish(x float64) float64 { return float64(float32(x)) }
+
+func TestPlacementRejectsBadActions(t *testing.T) {
+	c, tasks := openb(t, 0.3, 43)
+	a := NewArrivals(c, tasks, DefaultOptions())
+	var obs Observation
+	a.Observe(&obs)
+	infeasible := -1
+	for i, ok := range obs.Mask {
+		if !ok {
+			infeasible = i
+			break
+		}
+	}
+	before := c.Running()
+	for _, act := range []Action{{Candidate: -1}, {Candidate: c.NumNodes()}} {
+		if _, err := a.Step(act); err == nil {
+			t.Errorf("action %+v accepted", act)
+		}
+	}
+	if infeasible >= 0 {
+		if _, err := a.Step(Action{Candidate: infeasible}); err == nil {
+			t.Errorf("infeasible node %d accepted", infeasible)
+		}
+	}
+	if c.Running() != before {
+		t.Fatalf("a rejected action changed the cluster")
+	}
+}
+
+func TestPlacementReward(t *testing.T) {
+	c, tasks := openb(t, 0.3, 44)
+	opts := Options{RewardPlaced: 2, RewardFragment: 0.5}
+	p := NewPlacement(c, opts)
+	for _, task := range tasks[:200] {
+		if p.Present(task, 0) == 0 {
+			continue
+		}
+		var obs Observation
+		p.Observe(&obs)
+		before := c.ClusterFrag()
+		r, err := p.Step(Action{Candidate: greedy(&obs)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 2*float64(task.TotalGPUMilli())/1000 - 0.5*(c.ClusterFrag()-before)/1000
+		if math.Abs(r.Reward-want) > 1e-9 {
+			t.Fatalf("task %s: reward %v, want %v", task.Name, r.Reward, want)
+		}
+	}
+}
+
+// BenchmarkArrivalsStep times one PPO-style step on the 1213-node cluster: encode the
+// observation, pick the greedy node, place, present the next task.
+func BenchmarkArrivalsStep(b *testing.B) {
+	c0, tasks := openb(b, 1.3, 42)
+	var obs Observation
+	c := c0.Clone()
+	a := NewArrivals(c, tasks, DefaultOptions())
+	b.ResetTimer()
+	for range b.N {
+		if a.Done() {
+			b.StopTimer()
+			a = NewArrivals(c0.Clone(), tasks, DefaultOptions())
+			b.StartTimer()
+		}
+		a.Observe(&obs)
+		if _, err := a.Step(Action{Candidate: greedy(&obs)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
