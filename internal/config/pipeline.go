@@ -15,6 +15,9 @@ type PipelineConfig struct {
 	// Stages to run, a subset of PipelineStages in that order; every input of a listed stage
 	// must be listed too.
 	Stages []string `mapstructure:"stages" yaml:"stages"`
+	// LogSeeds are the expert runs the logs stage simulates (sim section: cluster, pod list,
+	// policy, tune), one decision log each, unless datasets.logs names existing logs.
+	LogSeeds string `mapstructure:"log_seeds" yaml:"log_seeds"`
 	// Model is the registry model name the publish stage publishes under.
 	Model string `mapstructure:"model" yaml:"model"`
 	// Gate decides whether a published version becomes the champion.
@@ -48,6 +51,7 @@ var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 func (c *PipelineConfig) SetDefaults() {
 	c.Dir = "runs/pipeline"
 	c.Stages = slices.Clone(PipelineStages)
+	c.LogSeeds = "42-46"
 	c.Model = "placement"
 	c.Gate = GateConfig{
 		Alias:     "champion",
@@ -83,6 +87,9 @@ func (c PipelineConfig) Validate() error {
 				return fmt.Errorf("stages[%d]: %q reads %q, which is not listed", i, s, in)
 			}
 		}
+	}
+	if _, err := ParseSeeds(c.LogSeeds); err != nil {
+		return fmt.Errorf("log_seeds: %w", err)
 	}
 	if !modelName.MatchString(c.Model) {
 		return fmt.Errorf("model: %q is not a model name (letters, digits, '.', '_', '-'; at most 100)", c.Model)

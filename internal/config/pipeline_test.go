@@ -20,6 +20,7 @@ func TestPipelineValidate(t *testing.T) {
 		{"bad model", func(c *PipelineConfig) { c.Model = "../x" }, "model:"},
 		{"negative margin", func(c *PipelineConfig) { c.Gate.Margin = -1 }, "gate.margin: must be >= 0"},
 		{"unknown metric", func(c *PipelineConfig) { c.Gate.Metric = "speed" }, `gate.metric: unknown metric "speed"`},
+		{"bad log seeds", func(c *PipelineConfig) { c.LogSeeds = "46-42" }, "log_seeds:"},
 		{"no workloads", func(c *PipelineConfig) { c.Gate.Workloads = nil }, "gate.workloads:"},
 	}
 	for _, tc := range tests {

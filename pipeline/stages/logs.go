@@ -27,7 +27,7 @@ type logFile struct {
 
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if cfg.Datasets.Logs == "" {
-		return unavailable("logs", "expert log generation through sim has not landed; set datasets.logs to use existing decision logs"), nil
+		return newExpertLogs(cfg)
 	}
 	return newGivenLogs(cfg.Datasets.Logs)
 }

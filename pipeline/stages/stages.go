@@ -49,3 +49,12 @@ var packageOf = map[string]string{
 func unavailable(name, reason string) pipeline.Unavailable {
 	return pipeline.Unavailable{StageName: name, StageInputs: config.PipelineInputs(name), Reason: reason}
 }
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
