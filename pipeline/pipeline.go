@@ -240,7 +240,7 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 		label = fmt.Sprintf("[%d/%d] %s", i+1, len(r.p.stages), s.Name())
 	}
 	prog := newProgress(r.o.Terminal, r.o.ProgressOut, r.o.Log, label)
-	res, err := s.Run(ctx, Env{Inputs: in, OutDir: outDir, Resumed: resumed, Progress: prog, Log: log})
+	res, err := s.Run(ctx, Env{Inputs: in, OutDir: outDir, Resumed: resumed, Progress: prog, Terminal: r.o.Terminal, Log: log})
 	prog.finish()
 	sr.Seconds = time.Since(start).Seconds()
 	if err != nil {

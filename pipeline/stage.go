@@ -39,6 +39,7 @@ type Env struct {
 	OutDir   string            // write the output here; committed after Run succeeds
 	Resumed  bool              // OutDir holds an interrupted run's partial output
 	Progress Progress
+	Terminal bool // stderr is a terminal: a package with its own progress bar may draw it
 	Log      *slog.Logger
 }
 

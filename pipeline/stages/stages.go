@@ -8,19 +8,30 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
+// Deps are what the command layer links in: the parts that load networks (libtorch) or talk
+// to the registry, so that this package builds without cgo. A nil field makes the stages that
+// need it unavailable.
+type Deps struct {
+	// ResolvePolicy resolves eval policy references, checkpoints included.
+	ResolvePolicy eval.Resolver
+	// Champion returns the registry reference (MODEL@VERSION) that holds alias, "" if none.
+	Champion func(model, alias string) (string, error)
+}
+
 // Build returns the pipeline cfg.Pipeline.Stages selects. A stage whose package has not landed
 // is a pipeline.Unavailable, which the run reports instead of inventing an output.
-func Build(cfg config.Config) (*pipeline.Pipeline, error) {
+func Build(cfg config.Config, d Deps) (*pipeline.Pipeline, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline.%w", err)
 	}
 	var list []pipeline.Stage
 	for _, name := range cfg.Pipeline.Stages {
-		s, err := newStage(name, cfg)
+		s, err := newStage(name, cfg, d)
 		if err != nil {
 			return nil, err
 		}
@@ -32,10 +43,12 @@ func Build(cfg config.Config) (*pipeline.Pipeline, error) {
 	return pipeline.New(list...)
 }
 
-func newStage(name string, cfg config.Config) (pipeline.Stage, error) {
+func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	switch name {
 	case "logs":
 		return newLogs(cfg)
+	case "eval":
+		return newEval(cfg, d)
 	}
 	return unavailable(name, "package "+packageOf[name]+" has no pipeline entry point yet"), nil
 }

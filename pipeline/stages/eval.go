@@ -1,0 +1,131 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/pipeline"
+)
+
+// evalStage evaluates the pretrained and fine-tuned checkpoints beside the eval section's
+// heuristics (and the current champion, when there is one) on the held-out workloads.
+type evalStage struct {
+	cfg      config.EvalConfig
+	champion string // registry reference MODEL@VERSION of the current champion, or ""
+	resolve  eval.Resolver
+	key      evalKey
+}
+
+type evalKey struct {
+	Eval     config.EvalConfig `json:"eval"`
+	Champion string            `json:"champion"`
+	Files    []logFile         `json:"files"`
+}
+
+// evalPolicies is written beside metrics.json: which policy in it is which pipeline role, so
+// the publish stage's gate reads the right rows.
+type evalPolicies struct {
+	Candidate  string `json:"candidate"`  // the fine-tuned checkpoint
+	Pretrained string `json:"pretrained"` // the behaviour-cloned checkpoint
+	Champion   string `json:"champion,omitempty"`
+}
+
+const evalPoliciesFile = "pipeline-policies.json"
+
+func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
+	if d.ResolvePolicy == nil {
+		return unavailable("eval", "this build cannot load checkpoints (no policy resolver)"), nil
+	}
+	champion := ""
+	if d.Champion != nil {
+		var err error
+		if champion, err = d.Champion(cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias); err != nil {
+			return nil, fmt.Errorf("eval: look up %s@%s: %w", cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias, err)
+		}
+	}
+	files := map[string]string{"nodes": cfg.Eval.Nodes}
+	if cfg.Eval.PaperOverlay {
+		files["paper"] = cfg.Eval.Paper
+	}
+	for _, t := range cfg.Eval.Traces {
+		ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
+		if err != nil {
+			return nil, fmt.Errorf("eval.traces: %w", err)
+		}
+		files["trace "+ref.Name] = ref.Path
+	}
+	hashes, err := hashFiles("eval", files)
+	if err != nil {
+		return nil, err
+	}
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy}
+	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
+	// Locations and parallelism do not change the numbers.
+	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
+	s.key.Eval.Nodes, s.key.Eval.Paper = "", ""
+	return s, nil
+}
+
+func (s *evalStage) Name() string     { return "eval" }
+func (s *evalStage) Inputs() []string { return []string{"pretrain", "finetune"} }
+func (s *evalStage) Config() any      { return s.key }
+
+func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result, error) {
+	roles := evalPolicies{
+		Candidate:  "ckpt:" + env.Inputs["finetune"].Dir,
+		Pretrained: "ckpt:" + env.Inputs["pretrain"].Dir,
+		Champion:   s.champion,
+	}
+	ec := s.cfg
+	ec.Out = env.OutDir
+	ec.Policies = append(append([]string{}, s.cfg.Policies...), roles.Pretrained, roles.Candidate)
+	if roles.Champion != "" {
+		ec.Policies = append(ec.Policies, roles.Champion)
+	}
+	m, err := eval.Run(ctx, ec, eval.Options{Resolve: s.resolve, Force: true, Log: env.Log, Progress: env.Terminal})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	data, err := json.MarshalIndent(roles, "", "  ")
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(env.OutDir, evalPoliciesFile), append(data, '\n'), 0o644); err != nil {
+		return pipeline.Result{}, err
+	}
+	res := pipeline.Result{}
+	if len(ec.Traces) > 0 {
+		if r := m.Find(roles.Candidate, traceName(ec, ec.Traces[0])); r != nil {
+			res.Metric = &pipeline.Metric{Name: "alloc_gpu_pct_130@" + r.Trace, Value: r.AllocGPUPct130.Mean}
+		}
+	}
+	return res, nil
+}
+
+func traceName(ec config.EvalConfig, t string) string {
+	ref, _ := eval.ParseTraceRef(t, ec.TracesDir)
+	return ref.Name
+}
+
+// readEvalOutput loads an eval stage output: its metrics and the policies' roles.
+func readEvalOutput(dir string) (*eval.Metrics, evalPolicies, error) {
+	var roles evalPolicies
+	m, err := eval.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	if err != nil {
+		return nil, roles, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, evalPoliciesFile))
+	if err != nil {
+		return nil, roles, err
+	}
+	if err := json.Unmarshal(data, &roles); err != nil {
+		return nil, roles, fmt.Errorf("%s: %w", filepath.Join(dir, evalPoliciesFile), err)
+	}
+	return m, roles, nil
+}
