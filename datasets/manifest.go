@@ -19,6 +19,7 @@ type Manifest struct {
 	EnvOptions    json.RawMessage       `json:"env_options"`
 	ValFraction   float64               `json:"val_fraction"`
 	SplitSeed     uint64                `json:"split_seed"`
+	Gamma         float64               `json:"gamma"` // discount of return_to_go
 	Rows          int64                 `json:"rows"`
 	Splits        map[string]*SplitInfo `json:"splits"`
 	Episodes      []EpisodeInfo         `json:"episodes"`

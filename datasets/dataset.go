@@ -1,0 +1,251 @@
+package datasets
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// Dataset is an opened, verified dataset directory.
+type Dataset struct {
+	Dir      string
+	Manifest *Manifest
+	contexts map[string]env.Context
+	maxNodes int
+}
+
+// Open reads the manifest, checks every shard and context file against it (size and sha256) and
+// loads the episode contexts. A changed or truncated file is an error.
+func Open(dir string) (*Dataset, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.Env != env.PlacementName || m.FeatureSpec != env.PlacementSpec {
+		return nil, fmt.Errorf("dataset %s: env %s feature spec %s, this build encodes %s %s", dir, m.Env, m.FeatureSpec, env.PlacementName, env.PlacementSpec)
+	}
+	if err := m.Verify(dir); err != nil {
+		return nil, err
+	}
+	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}}
+	for _, c := range m.Contexts {
+		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path)))
+		if err != nil {
+			return nil, err
+		}
+		var ctx env.Context
+		if err := json.Unmarshal(data, &ctx); err != nil {
+			return nil, fmt.Errorf("dataset %s: %s: %w", dir, c.Path, err)
+		}
+		d.contexts[c.Path] = ctx
+		d.maxNodes = max(d.maxNodes, len(ctx.Nodes))
+	}
+	for _, ep := range m.Episodes {
+		if _, ok := d.contexts[ep.Context]; !ok {
+			return nil, fmt.Errorf("dataset %s: episode %d names context %q that the manifest does not list", dir, ep.ID, ep.Context)
+		}
+	}
+	return d, nil
+}
+
+// Episodes lists the episodes of a split.
+func (d *Dataset) Episodes(split string) []EpisodeInfo {
+	var out []EpisodeInfo
+	for _, ep := range d.Manifest.Episodes {
+		if ep.Split == split {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// MaxNodes is the largest cluster of the dataset; batches pad node rows to it.
+func (d *Dataset) MaxNodes() int { return d.maxNodes }
+
+// Sample is a stored transition with its observation rebuilt.
+type Sample struct {
+	Row Row
+	Obs env.Observation
+}
+
+// ReadEpisode rebuilds every step of an episode in order and calls fn with it; fn must not keep
+// the sample, whose buffers are reused.
+func (d *Dataset) ReadEpisode(ep EpisodeInfo, fn func(*Sample) error) error {
+	cur, err := d.openCursor(ep, 0, ep.Rows)
+	if err != nil {
+		return err
+	}
+	defer cur.close()
+	for {
+		s, err := cur.next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(s); err != nil {
+			return err
+		}
+	}
+}
+
+// cursor rebuilds the steps [from, to) of one episode.
+type cursor struct {
+	d        *Dataset
+	ep       EpisodeInfo
+	p        *env.Placement
+	rows     *segmentRows
+	step, to int64
+	sample   Sample
+	mask     []bool
+}
+
+// openCursor replays the episode's first `from` actions without encoding them, so a chunk in
+// the middle of an episode starts from the exact state the expert saw.
+func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64) (*cursor, error) {
+	p, err := d.contexts[ep.Context].NewPlacement()
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: episode %d: %w", d.Dir, ep.ID, err)
+	}
+	c := &cursor{d: d, ep: ep, p: p, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
+	for c.step < from {
+		r, err := c.rows.next()
+		if err != nil {
+			c.close()
+			return nil, c.errorf("%v", err)
+		}
+		if err := p.Cluster().Place(taskOf(r), sim.Choice{Node: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)}); err != nil {
+			c.close()
+			return nil, c.errorf("replaying the stored action: %v", err)
+		}
+		c.step++
+	}
+	return c, nil
+}
+
+func (c *cursor) errorf(format string, args ...any) error {
+	return fmt.Errorf("dataset %s: episode %d step %d: %s", c.d.Dir, c.ep.ID, c.step, fmt.Sprintf(format, args...))
+}
+
+// next rebuilds the next step: the observation as the environment encodes it, checked against
+// the stored mask, then the stored action applied.
+func (c *cursor) next() (*Sample, error) {
+	if c.step >= c.to {
+		return nil, io.EOF
+	}
+	r, err := c.rows.next()
+	if err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	if int64(r.Step) != c.step || r.Episode != c.ep.ID {
+		return nil, c.errorf("shard row is episode %d step %d", r.Episode, r.Step)
+	}
+	t := taskOf(r)
+	c.p.Present(t, r.ArrivedMilli)
+	c.p.Observe(&c.sample.Obs)
+	if c.mask, err = UnpackMask(c.mask, r.Mask, c.sample.Obs.NumNodes); err != nil {
+		return nil, c.errorf("%v", err)
+	}
+	for i, ok := range c.mask {
+		if ok != c.sample.Obs.Mask[i] {
+			return nil, c.errorf("stored mask says node %d feasible=%v, rebuilt state says %v", i, ok, !ok)
+		}
+	}
+	if _, err := c.p.Step(env.Action{Candidate: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)}); err != nil {
+		return nil, c.errorf("stored action: %v", err)
+	}
+	c.sample.Row = r
+	c.step++
+	return &c.sample, nil
+}
+
+func (c *cursor) close() { c.rows.close() }
+
+// taskOf is the task a row decides about.
+func taskOf(r Row) sim.Task {
+	t := sim.Task{Name: r.TaskID, CPU: r.TaskCPU, Mem: r.TaskMemory, NumGPU: int(r.TaskGPUs), GPUMilli: int64(r.TaskGPUMilli), Deletion: -1}
+	for _, s := range strings.Split(r.TaskGPUSpec, "|") {
+		if s != "" {
+			t.GPUTypes = append(t.GPUTypes, s)
+		}
+	}
+	return t
+}
+
+// segmentRows reads an episode's rows across its shard segments.
+type segmentRows struct {
+	dir  string
+	segs []Segment
+	seg  int
+	left int64
+	f    *os.File
+	r    *parquet.GenericReader[Row]
+	buf  []Row
+	pos  int
+}
+
+func (s *segmentRows) next() (Row, error) {
+	for s.pos == len(s.buf) {
+		if s.left == 0 {
+			if err := s.openNext(); err != nil {
+				return Row{}, err
+			}
+		}
+		n := min(int64(256), s.left)
+		if cap(s.buf) < int(n) {
+			s.buf = make([]Row, n)
+		}
+		s.buf = s.buf[:n]
+		got, err := s.r.Read(s.buf)
+		if got < int(n) && err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil && !(err == io.EOF && got == int(n)) {
+			return Row{}, fmt.Errorf("%s: %w", s.segs[s.seg-1].Shard, err)
+		}
+		s.buf, s.pos = s.buf[:got], 0
+		s.left -= int64(got)
+	}
+	s.pos++
+	return s.buf[s.pos-1], nil
+}
+
+func (s *segmentRows) openNext() error {
+	s.close()
+	if s.seg == len(s.segs) {
+		return fmt.Errorf("episode has fewer rows than its segments promise")
+	}
+	seg := s.segs[s.seg]
+	s.seg++
+	f, err := os.Open(filepath.Join(s.dir, filepath.FromSlash(seg.Shard)))
+	if err != nil {
+		return err
+	}
+	s.f = f
+	s.r = parquet.NewGenericReader[Row](f)
+	if err := s.r.SeekToRow(seg.FirstRow); err != nil {
+		return fmt.Errorf("%s: seek to row %d: %w", seg.Shard, seg.FirstRow, err)
+	}
+	s.left = seg.Rows
+	return nil
+}
+
+func (s *segmentRows) close() {
+	if s.r != nil {
+		s.r.Close()
+		s.r = nil
+	}
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
+}
