@@ -3,6 +3,7 @@ package eval
 import (
 	"encoding/csv"
 	"fmt"
+	"github.com/schedrl/schedrl/sim"
 	"strconv"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
@@ -37,13 +38,13 @@ func writeCurves(path string, results []Result) error {
 
 // meanCurve averages the runs' curves point by point; a percentage only some seeds reached
 // (a short workload) is averaged over those.
-func meanCurve(runs []SeedRun) []CurvePoint {
-	var sum []CurvePoint
+func meanCurve(runs []SeedRun) []sim.CurvePoint {
+	var sum []sim.CurvePoint
 	var n []int
 	for _, run := range runs {
 		for _, p := range run.Curve {
 			for len(sum) <= p.ArrivedPct {
-				sum = append(sum, CurvePoint{ArrivedPct: len(sum)})
+				sum = append(sum, sim.CurvePoint{ArrivedPct: len(sum)})
 				n = append(n, 0)
 			}
 			s := &sum[p.ArrivedPct]
@@ -53,13 +54,13 @@ func meanCurve(runs []SeedRun) []CurvePoint {
 			n[p.ArrivedPct]++
 		}
 	}
-	var out []CurvePoint
+	var out []sim.CurvePoint
 	for i, s := range sum {
 		if n[i] == 0 {
 			continue
 		}
 		k := float64(n[i])
-		out = append(out, CurvePoint{ArrivedPct: i, AllocGPUPct: s.AllocGPUPct / k,
+		out = append(out, sim.CurvePoint{ArrivedPct: i, AllocGPUPct: s.AllocGPUPct / k,
 			FragGPU: s.FragGPU / k, FragRatioPct: s.FragRatioPct / k})
 	}
 	return out

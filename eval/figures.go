@@ -2,6 +2,7 @@ package eval
 
 import (
 	"fmt"
+	"github.com/schedrl/schedrl/sim"
 	"math"
 	"path/filepath"
 )
@@ -11,7 +12,6 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 	allocBars, fragBars := map[string][]bar{}, map[string][]bar{}
 	for _, trace := range m.Traces {
 		var ss []series
-		havePaper := false
 		for i, ref := range refs {
 			r := m.Find(ref.Raw, trace)
 			if r == nil {
@@ -20,7 +20,7 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 			s := series{label: ref.Label(), color: colorOf(i), curve: meanCurve(r.PerSeed)}
 			paperAt130 := math.NaN()
 			if c, ok := paper.Lookup(ref, trace, m.Tune); ok {
-				s.paper, havePaper = c.AllocGPUPct, true
+				s.paper = &c
 				paperAt130 = c.Point().AllocGPUPct130
 			}
 			ss = append(ss, s)
@@ -28,14 +28,22 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, r.FragRatioPct130, math.NaN()})
 		}
 		title := fmt.Sprintf("%s, tune %.2g, mean of %d seeds", trace, m.Tune, len(m.Seeds))
-		if err := curveFigure(filepath.Join(dir, "alloc_"+trace+".png"), title,
-			"GPU allocated (% of cluster GPU capacity)", ss,
-			func(p CurvePoint) float64 { return p.AllocGPUPct }, havePaper); err != nil {
+		alloc := panelSpec{title: title, yLabel: "GPU allocated (% of cluster GPU capacity)",
+			y:     func(p sim.CurvePoint) float64 { return p.AllocGPUPct },
+			paper: func(c *PaperCurve) []float64 { return c.AllocGPUPct }}
+		zoom := alloc
+		zoom.title, zoom.from = "Zoom: arrived ≥ 80%", 80
+		if err := curveFigure(filepath.Join(dir, "alloc_"+trace+".png"), ss, alloc, zoom); err != nil {
 			return err
 		}
-		if err := curveFigure(filepath.Join(dir, "frag_"+trace+".png"), title,
-			"Fragment ratio (% of idle GPU)", ss,
-			func(p CurvePoint) float64 { return p.FragRatioPct }, false); err != nil {
+		ratio := panelSpec{title: title, yLabel: "Fragment ratio (% of idle GPU)", legendLeft: true,
+			y:     func(p sim.CurvePoint) float64 { return p.FragRatioPct },
+			paper: func(c *PaperCurve) []float64 { return c.FragRatioPct }}
+		// The paper's fragment table is in percent of the cluster's GPUs.
+		amount := panelSpec{title: "Fragmented GPU (FGD measure)", yLabel: "Fragmented GPU (% of cluster GPU capacity)",
+			y:     func(p sim.CurvePoint) float64 { return 100 * p.FragGPU / m.CapacityGPU },
+			paper: func(c *PaperCurve) []float64 { return c.FragGPU }}
+		if err := curveFigure(filepath.Join(dir, "frag_"+trace+".png"), ss, ratio, amount); err != nil {
 			return err
 		}
 	}

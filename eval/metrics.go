@@ -6,20 +6,13 @@ import (
 	"maps"
 	"os"
 	"slices"
+
+	"github.com/schedrl/schedrl/sim"
 )
 
 // SchemaVersion names the metrics.json layout. Readers (the champion gate, the registry)
 // must check it; any incompatible change bumps it. docs/eval.md documents every field.
 const SchemaVersion = "schedrl.eval.metrics/v1"
-
-// CurvePoint is the cluster state once the arrived GPU request first reaches ArrivedPct
-// percent of capacity, as in the paper's tables.
-type CurvePoint struct {
-	ArrivedPct   int     `json:"arrived_pct"`
-	AllocGPUPct  float64 `json:"alloc_gpu_pct"`
-	FragGPU      float64 `json:"frag_gpu"`
-	FragRatioPct float64 `json:"frag_ratio_pct"`
-}
 
 // SeedRun is what one policy does on one workload (trace, tune, seed).
 type SeedRun struct {
@@ -29,16 +22,16 @@ type SeedRun struct {
 	FailedByKind map[string]int `json:"failed_by_kind"`
 	// AllocGPUPct100 and AllocGPUPct130 are read off the curve; a workload that never
 	// reaches 130% arrival (tune < 1.3) reports its last point as the 130% value.
-	AllocGPUPct100  float64      `json:"alloc_gpu_pct_100"`
-	AllocGPUPct130  float64      `json:"alloc_gpu_pct_130"`
-	FragRatioPct100 float64      `json:"frag_ratio_pct_100"`
-	FragRatioPct130 float64      `json:"frag_ratio_pct_130"`
-	FragGPU130      float64      `json:"frag_gpu_130"`
-	LatencyP50Us    float64      `json:"decision_latency_p50_us"`
-	LatencyP99Us    float64      `json:"decision_latency_p99_us"`
-	WallSeconds     float64      `json:"wall_seconds"`
-	Defrag          *DefragRun   `json:"defrag,omitempty"`
-	Curve           []CurvePoint `json:"-"` // goes to curves.csv, not metrics.json
+	AllocGPUPct100  float64          `json:"alloc_gpu_pct_100"`
+	AllocGPUPct130  float64          `json:"alloc_gpu_pct_130"`
+	FragRatioPct100 float64          `json:"frag_ratio_pct_100"`
+	FragRatioPct130 float64          `json:"frag_ratio_pct_130"`
+	FragGPU130      float64          `json:"frag_gpu_130"`
+	LatencyP50Us    float64          `json:"decision_latency_p50_us"`
+	LatencyP99Us    float64          `json:"decision_latency_p99_us"`
+	WallSeconds     float64          `json:"wall_seconds"`
+	Defrag          *DefragRun       `json:"defrag,omitempty"`
+	Curve           []sim.CurvePoint `json:"-"` // goes to curves.csv, not metrics.json
 }
 
 // DefragRun holds what a defragmentation policy achieved on one starting state.
@@ -90,6 +83,7 @@ type PaperPoint struct {
 type Metrics struct {
 	Schema      string   `json:"schema"`
 	Nodes       string   `json:"nodes"`
+	CapacityGPU float64  `json:"capacity_gpu"` // the cluster's GPUs
 	Policies    []string `json:"policies"`
 	Traces      []string `json:"traces"`
 	Tune        float64  `json:"tune"`
@@ -170,8 +164,8 @@ func aggregate(ref PolicyRef, trace TraceRef, tune float64, runs []SeedRun) Resu
 
 // readCurve fills the headline numbers of run from its curve.
 func (run *SeedRun) readCurve() {
-	at := func(pct int) CurvePoint {
-		var last CurvePoint
+	at := func(pct int) sim.CurvePoint {
+		var last sim.CurvePoint
 		for _, p := range run.Curve {
 			if p.ArrivedPct > pct {
 				break

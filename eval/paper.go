@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -20,12 +21,16 @@ var paperNames = map[string]string{
 	"fgd":        "06-FGD",
 }
 
-// PaperCurve is the paper's allocation curve for one heuristic on one trace, averaged
-// over its seeds. AllocGPUPct[i] is the allocation at i% arrived.
+// PaperCurve is the paper's published curves for one heuristic on one trace, averaged over
+// its seeds; element i is the value at i% arrived. FragGPU (fragmented GPU in percent of the
+// cluster's GPUs, as the artifact's table holds it) and FragRatioPct are nil when their tables
+// are absent.
 type PaperCurve struct {
-	Policy      string
-	Seeds       int
-	AllocGPUPct []float64
+	Policy       string
+	Seeds        int
+	AllocGPUPct  []float64
+	FragGPU      []float64
+	FragRatioPct []float64
 }
 
 // Point is the paper's headline numbers from the curve.
@@ -37,9 +42,61 @@ func (c PaperCurve) Point() *PaperPoint {
 // Paper holds the published curves keyed by trace short name, then by our heuristic name.
 type Paper map[string]map[string]PaperCurve
 
-// LoadPaper reads analysis_allo_discrete.csv (columns workload, sc_policy, tune, seed,
-// total_gpus, 0..130) and averages each (workload, policy) over its tune-1.3 seeds.
-func LoadPaper(path string) (Paper, error) {
+// The fragmentation tables sit next to the allocation table in the paper's artifact.
+const (
+	paperFragTable      = "analysis_frag_discrete.csv"
+	paperFragRatioTable = "analysis_frag_ratio_discrete.csv"
+)
+
+// LoadPaper reads the allocation table (analysis_allo_discrete.csv) and, when present beside
+// it, the fragment tables; each (workload, policy) is averaged over its tune-1.3 seeds.
+func LoadPaper(allocPath string) (Paper, error) {
+	alloc, err := loadPaperTable(allocPath)
+	if err != nil {
+		return nil, err
+	}
+	p := Paper{}
+	for trace, byPolicy := range alloc {
+		p[trace] = map[string]PaperCurve{}
+		for name, c := range byPolicy {
+			p[trace][name] = PaperCurve{Policy: paperNames[name], Seeds: c.seeds, AllocGPUPct: c.mean}
+		}
+	}
+	dir := filepath.Dir(allocPath)
+	for _, extra := range []struct {
+		file string
+		set  func(*PaperCurve, []float64)
+	}{
+		{paperFragTable, func(c *PaperCurve, v []float64) { c.FragGPU = v }},
+		{paperFragRatioTable, func(c *PaperCurve, v []float64) { c.FragRatioPct = v }},
+	} {
+		path := filepath.Join(dir, extra.file)
+		if _, err := os.Stat(path); err != nil {
+			continue
+		}
+		t, err := loadPaperTable(path)
+		if err != nil {
+			return nil, err
+		}
+		for trace, byPolicy := range t {
+			for name, c := range byPolicy {
+				if pc, ok := p[trace][name]; ok {
+					extra.set(&pc, c.mean)
+					p[trace][name] = pc
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+type paperMean struct {
+	seeds int
+	mean  []float64
+}
+
+// loadPaperTable reads one artifact table (columns workload, sc_policy, tune, seed, ..., 0..130).
+func loadPaperTable(path string) (map[string]map[string]paperMean, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -66,7 +123,7 @@ func LoadPaper(path string) (Paper, error) {
 	for k, v := range paperNames {
 		ours[v] = k
 	}
-	sums := Paper{}
+	sums := map[string]map[string]paperMean{}
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -81,26 +138,26 @@ func LoadPaper(path string) (Paper, error) {
 		}
 		trace := strings.TrimPrefix(rec[col["workload"]], podListPrefix)
 		if sums[trace] == nil {
-			sums[trace] = map[string]PaperCurve{}
+			sums[trace] = map[string]paperMean{}
 		}
 		c := sums[trace][name]
-		if c.AllocGPUPct == nil {
-			c = PaperCurve{Policy: rec[col["sc_policy"]], AllocGPUPct: make([]float64, 131)}
+		if c.mean == nil {
+			c.mean = make([]float64, 131)
 		}
 		for pct := range 131 {
 			v, err := strconv.ParseFloat(rec[col["0"]+pct], 64)
 			if err != nil {
 				return nil, fmt.Errorf("%s:%d: column %d: %w", path, line, col["0"]+pct+1, err)
 			}
-			c.AllocGPUPct[pct] += v
+			c.mean[pct] += v
 		}
-		c.Seeds++
+		c.seeds++
 		sums[trace][name] = c
 	}
 	for _, byPolicy := range sums {
 		for _, c := range byPolicy {
-			for i := range c.AllocGPUPct {
-				c.AllocGPUPct[i] /= float64(c.Seeds)
+			for i := range c.mean {
+				c.mean[i] /= float64(c.seeds)
 			}
 		}
 	}

@@ -2,9 +2,11 @@ package eval
 
 import (
 	"fmt"
+	"github.com/schedrl/schedrl/sim"
 	"image/color"
 	"math"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -54,73 +56,104 @@ const (
 type series struct {
 	label string
 	color color.Color
-	curve []CurvePoint
-	paper []float64 // paper allocation curve, nil when absent
+	curve []sim.CurvePoint
+	paper *PaperCurve
 }
 
-// curveFigure draws y(curve) against arrived workload: the whole range on the left and the
-// congested end (where the policies differ) magnified on the right, as the paper's insets do.
-func curveFigure(path, title, yLabel string, ss []series, y func(CurvePoint) float64, withPaper bool) error {
-	full, err := curvePanel(title, yLabel, ss, y, withPaper, 0)
-	if err != nil {
-		return err
-	}
-	zoom, err := curvePanel("Zoom: arrived ≥ 80%", yLabel, ss, y, withPaper, 80)
-	if err != nil {
-		return err
-	}
-	full.Legend.Top, full.Legend.Left = !withPaper, false
-	full.Legend.XOffs, full.Legend.YOffs = -vg.Points(6), vg.Points(6)
-	if !withPaper {
-		full.Legend.YOffs = -vg.Points(6)
-	}
-	zoom.Legend = plot.NewLegend()
-	return savePanels(path, [][]*plot.Plot{{full, zoom}}, 12*vg.Inch, 4.8*vg.Inch)
+// panelSpec is one panel of a curve figure.
+type panelSpec struct {
+	title, yLabel string
+	from          int // first arrived percentage shown
+	y             func(sim.CurvePoint) float64
+	paper         func(*PaperCurve) []float64 // the paper's matching curve; nil: no overlay
+	legendLeft    bool                        // legend in the top-left corner, else bottom-right
 }
 
-func curvePanel(title, yLabel string, ss []series, y func(CurvePoint) float64, withPaper bool, from int) (*plot.Plot, error) {
-	p := newPlot(title, arrivedLabel, yLabel)
-	p.X.Min, p.X.Max = float64(from), 130
-	yMin := math.Inf(1)
+// curveFigure draws panels side by side, each a metric against arrived workload, with the
+// legend in the first one.
+func curveFigure(path string, ss []series, panels ...panelSpec) error {
+	row := make([]*plot.Plot, len(panels))
+	for i, spec := range panels {
+		p, err := curvePanel(spec, ss)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			p.Legend = plot.NewLegend()
+		}
+		row[i] = p
+	}
+	return savePanels(path, [][]*plot.Plot{row}, 12*vg.Inch, 4.8*vg.Inch)
+}
+
+var paperDashes = []vg.Length{vg.Points(4), vg.Points(3)}
+
+func curvePanel(spec panelSpec, ss []series) (*plot.Plot, error) {
+	p := newPlot(spec.title, arrivedLabel, spec.yLabel)
+	p.X.Min, p.X.Max = float64(spec.from), 130
+	yMin, yMax := math.Inf(1), math.Inf(-1)
+	line := func(xys plotter.XYs, c color.Color, width vg.Length, dashes []vg.Length) (*plotter.Line, error) {
+		for _, xy := range xys {
+			yMin, yMax = min(yMin, xy.Y), max(yMax, xy.Y)
+		}
+		l, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, l.Width, l.Dashes = c, width, dashes
+		p.Add(l)
+		return l, nil
+	}
+	overlaid := false
 	for _, s := range ss {
 		var xys plotter.XYs
 		for _, pt := range s.curve {
-			if pt.ArrivedPct >= from {
-				xys = append(xys, plotter.XY{X: float64(pt.ArrivedPct), Y: y(pt)})
-				yMin = min(yMin, y(pt))
+			if pt.ArrivedPct >= spec.from {
+				xys = append(xys, plotter.XY{X: float64(pt.ArrivedPct), Y: spec.y(pt)})
 			}
 		}
 		if len(xys) == 0 {
 			continue
 		}
-		l, err := plotter.NewLine(xys)
+		l, err := line(xys, s.color, vg.Points(1.6), nil)
 		if err != nil {
 			return nil, fmt.Errorf("plot %s: %w", s.label, err)
 		}
-		l.Color, l.Width = s.color, vg.Points(1.6)
-		p.Add(l)
 		p.Legend.Add(s.label, l)
-		if withPaper && s.paper != nil {
-			var pxy plotter.XYs
-			for pct := from; pct < len(s.paper); pct++ {
-				pxy = append(pxy, plotter.XY{X: float64(pct), Y: s.paper[pct]})
-				yMin = min(yMin, s.paper[pct])
-			}
-			pl, err := plotter.NewLine(pxy)
-			if err != nil {
-				return nil, fmt.Errorf("plot paper %s: %w", s.label, err)
-			}
-			pl.Color, pl.Width, pl.Dashes = s.color, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
-			p.Add(pl)
+		if spec.paper == nil || s.paper == nil || spec.paper(s.paper) == nil {
+			continue
 		}
+		var pxy plotter.XYs
+		for pct, v := range spec.paper(s.paper) {
+			if pct >= spec.from {
+				pxy = append(pxy, plotter.XY{X: float64(pct), Y: v})
+			}
+		}
+		if _, err := line(pxy, s.color, vg.Points(1), paperDashes); err != nil {
+			return nil, fmt.Errorf("plot paper %s: %w", s.label, err)
+		}
+		overlaid = true
 	}
-	if withPaper {
+	if overlaid {
 		key, _ := plotter.NewLine(plotter.XYs{{}})
-		key.Color, key.Width, key.Dashes = color.Gray{90}, vg.Points(1), []vg.Length{vg.Points(4), vg.Points(3)}
+		key.Color, key.Width, key.Dashes = color.Gray{90}, vg.Points(1), paperDashes
 		p.Legend.Add("dashed: paper (ATC'23, seeds 42–51)", key)
 	}
-	if from > 0 && !math.IsInf(yMin, 1) {
-		p.Y.Min = math.Floor(yMin/5) * 5
+	p.Legend.Top, p.Legend.Left = spec.legendLeft, spec.legendLeft
+	p.Legend.XOffs, p.Legend.YOffs = vg.Points(6), -vg.Points(6)
+	if !spec.legendLeft {
+		p.Legend.XOffs, p.Legend.YOffs = -vg.Points(6), vg.Points(6)
+	}
+	if !math.IsInf(yMin, 1) {
+		p.Y.Min, p.Y.Max = min(0, yMin), yMax+0.02*(yMax-min(0, yMin))
+		if spec.from > 0 {
+			p.Y.Min = math.Floor(yMin/5) * 5
+		}
+		p.Y.Tick.Marker = stepTicks{Step: niceStep(p.Y.Max - p.Y.Min)}
+	}
+	p.X.Tick.Marker = stepTicks{Step: 20}
+	if spec.from > 0 {
+		p.X.Tick.Marker = stepTicks{Step: 10}
 	}
 	return p, nil
 }
@@ -134,7 +167,7 @@ type bar struct {
 }
 
 // barFigure draws one horizontal bar panel per trace: the mean over seeds with its 95% CI
-// as whiskers and the paper's mean as a black diamond. The value axis starts at xMin so that
+// as whiskers and the paper's mean as a black triangle. The value axis starts at xMin so that
 // differences of a point or two stay visible; the axis label says so.
 func barFigure(path, xLabel string, panels map[string][]bar, traces []string, xMin float64) error {
 	cols := min(2, len(traces))
@@ -192,13 +225,46 @@ func barPanel(trace, xLabel string, bars []bar, xMin float64) (*plot.Plot, error
 		sc.Shape, sc.Radius, sc.Color = draw.PyramidGlyph{}, vg.Points(4), color.Black
 		p.Add(sc)
 		p.Legend.Add("paper (ATC'23)", sc)
-		p.Legend.Top, p.Legend.Left = false, false
+		p.Legend.Top = true
 	}
 	p.NominalY(names...)
 	p.X.Min = math.Min(xMin, math.Floor(lo))
 	p.X.Max = math.Ceil(hi + 0.05*(hi-p.X.Min))
+	p.X.Tick.Marker = stepTicks{Step: niceStep(p.X.Max - p.X.Min)}
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
 	return p, nil
+}
+
+// stepTicks labels every multiple of Step with an unlabelled minor tick halfway, which reads
+// better on percentage axes than gonum's default of three or four labels.
+type stepTicks struct{ Step float64 }
+
+func (t stepTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for k := math.Ceil(lo / (t.Step / 2)); k*t.Step/2 <= hi+1e-9; k++ {
+		v := k * t.Step / 2
+		if math.Abs(v) < 1e-9 {
+			v = 0 // no "-0" label
+		}
+		label := ""
+		if int(k)%2 == 0 {
+			label = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// niceStep picks 1, 2, 2.5 or 5 times a power of ten so that span shows about six labels.
+func niceStep(span float64) float64 {
+	raw := span / 6
+	pow := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*pow >= raw {
+			return m * pow
+		}
+	}
+	return 10 * pow
 }
 
 // errorXY feeds horizontal error bars.

@@ -38,7 +38,7 @@ func reportBlocks(m *Metrics, labels map[string]string) []block {
 			block{image: "alloc_" + trace + ".png"}, block{image: "frag_" + trace + ".png"})
 	}
 	bs = append(bs, block{heading: "GPU allocation and fragmentation at 130% arrival",
-		text: "Bars: mean over seeds; whiskers: 95% confidence interval; diamonds: the paper's mean (seeds 42–51)."},
+		text: "Bars: mean over seeds; whiskers: 95% confidence interval; triangles: the paper's mean (seeds 42–51)."},
 		block{image: "bars_alloc130.png"}, block{image: "bars_frag130.png"})
 	if t := defragTable(m, labels); t != nil {
 		bs = append(bs, block{heading: "Defragmentation", table: t})

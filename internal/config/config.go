@@ -9,6 +9,7 @@ package config
 type Config struct {
 	Seed     int64          `mapstructure:"seed" yaml:"seed"`
 	Sim      SimConfig      `mapstructure:"sim" yaml:"sim"`
+	Eval     EvalConfig     `mapstructure:"eval" yaml:"eval"`
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
 	Pipeline PipelineConfig `mapstructure:"pipeline" yaml:"pipeline"`
 }

@@ -1,0 +1,126 @@
+// Package eval runs placement policies (heuristics or checkpoints) on held-out workloads in the
+// ATC'23 arrival protocol and writes metrics.json, curves.csv, figures and a report.
+//
+// Policies are resolved through a [Resolver] that the caller provides, so this package stays
+// free of libtorch: [Heuristics] resolves package policy's names, and the command layer adds
+// checkpoints and registry references. Every reference is resolved and every trace loaded before
+// the first run starts.
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// PolicyFactory makes a fresh placer for one run, so that runs share no mutable state.
+type PolicyFactory func() (sim.Placer, error)
+
+// Resolver turns a parsed reference into a factory, or an error that names the reference.
+type Resolver func(PolicyRef) (PolicyFactory, error)
+
+// Options are what Run needs besides the config section.
+type Options struct {
+	Resolve  Resolver     // nil resolves heuristics only
+	Force    bool         // replace an existing output directory
+	Log      *slog.Logger // nil: slog.Default()
+	Progress bool         // draw a progress bar (on a terminal); else log a line per run
+}
+
+// Run evaluates cfg.Policies on cfg.Traces x cfg.Seeds and writes the report to cfg.Out.
+func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, error) {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("eval config: %w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	plan, err := prepare(cfg, opts.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	out, err := atomicfile.CreateDir(cfg.Out, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	log.Info("eval: starting", "policies", len(plan.refs), "traces", len(plan.traces),
+		"seeds", len(plan.seeds), "runs", len(plan.jobs()), "parallelism", plan.workers)
+	runs, err := plan.runAll(ctx, log, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	m := plan.metrics(runs)
+	m.WallSeconds = time.Since(start).Seconds()
+	if err := writeOutputs(out.Tmp, m, plan); err != nil {
+		return nil, err
+	}
+	if err := out.Commit(); err != nil {
+		return nil, err
+	}
+	log.Info("eval: done", "out", cfg.Out, "wall_seconds", fmt.Sprintf("%.1f", time.Since(start).Seconds()))
+	return m, nil
+}
+
+func writeOutputs(dir string, m *Metrics, plan *plan) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("metrics.json: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "metrics.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeCurves(filepath.Join(dir, "curves.csv"), m.Results); err != nil {
+		return err
+	}
+	if err := writeFigures(dir, m, plan.refs, plan.paper); err != nil {
+		return err
+	}
+	labels := map[string]string{}
+	for _, r := range plan.refs {
+		labels[r.Raw] = r.Label()
+	}
+	return writeReport(dir, m, labels)
+}
+
+// Score returns one metric's mean per policy and trace (Scores[policy][trace]), the form the
+// pipeline's champion gate compares. Metric names are metrics.json keys.
+func (m *Metrics) Score(metric string) (map[string]map[string]float64, error) {
+	pick := map[string]func(*Result) Summary{
+		"alloc_gpu_pct_100":  func(r *Result) Summary { return r.AllocGPUPct100 },
+		"alloc_gpu_pct_130":  func(r *Result) Summary { return r.AllocGPUPct130 },
+		"frag_ratio_pct_100": func(r *Result) Summary { return r.FragRatioPct100 },
+		"frag_ratio_pct_130": func(r *Result) Summary { return r.FragRatioPct130 },
+		"frag_gpu_130":       func(r *Result) Summary { return r.FragGPU130 },
+	}[metric]
+	if pick == nil {
+		return nil, fmt.Errorf("metric %q: want alloc_gpu_pct_100, alloc_gpu_pct_130, frag_ratio_pct_100, frag_ratio_pct_130 or frag_gpu_130", metric)
+	}
+	s := map[string]map[string]float64{}
+	for i := range m.Results {
+		r := &m.Results[i]
+		if s[r.Policy] == nil {
+			s[r.Policy] = map[string]float64{}
+		}
+		s[r.Policy][r.Trace] = pick(r).Mean
+	}
+	return s, nil
+}
+
+// fileExists reports a missing path as an error naming it.
+func fileExists(what, path string) error {
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
