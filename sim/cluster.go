@@ -39,6 +39,7 @@ type Cluster struct {
 
 	st     []nodeState
 	placed map[string]Placement
+	rank   []int32 // tie-break order: lower rank wins among equal scores
 
 	capCPU, capMem, capGPU    int64
 	usedCPU, usedMem, usedGPU int64
@@ -59,6 +60,7 @@ func NewCluster(nodes []Node, model *FragModel) (*Cluster, error) {
 		model:       model,
 		st:          make([]nodeState, len(nodes)),
 		placed:      map[string]Placement{},
+		rank:        make([]int32, len(nodes)),
 		id:          clusterIDs.Add(1),
 	}
 	seen := map[string]int{}
@@ -67,6 +69,7 @@ func NewCluster(nodes []Node, model *FragModel) (*Cluster, error) {
 			return nil, fmt.Errorf("node %d: duplicate name %q (also node %d)", i, n.Name, j)
 		}
 		seen[n.Name] = i
+		c.rank[i] = int32(i)
 		if n.GPUs < 0 || n.GPUs > MaxGPUsPerNode || n.CPU < 0 || n.Mem < 0 {
 			return nil, fmt.Errorf("node %q: invalid capacity (cpu %d, memory %d, gpus %d)", n.Name, n.CPU, n.Mem, n.GPUs)
 		}
@@ -123,6 +126,30 @@ func (c *Cluster) touch(i int) {
 	c.clock++
 	s.version = c.clock
 }
+
+// SetTieOrder sets the order in which placers break ties between equally scored nodes: order
+// lists every node index once, most preferred first. The default is node order. The FGD
+// paper's simulator prefers nodes in a seeded random order (see ShuffledOrder).
+func (c *Cluster) SetTieOrder(order []int) error {
+	if len(order) != len(c.nodes) {
+		return fmt.Errorf("tie order: %d entries for %d nodes", len(order), len(c.nodes))
+	}
+	rank := make([]int32, len(order))
+	for i := range rank {
+		rank[i] = -1
+	}
+	for r, i := range order {
+		if i < 0 || i >= len(order) || rank[i] >= 0 {
+			return fmt.Errorf("tie order: entry %d (node %d) is out of range or repeated", r, i)
+		}
+		rank[i] = int32(r)
+	}
+	c.rank = rank
+	return nil
+}
+
+// TieRank is node i's position in the tie-break order (0 = preferred).
+func (c *Cluster) TieRank(i int) int { return int(c.rank[i]) }
 
 // NumNodes is the number of nodes.
 func (c *Cluster) NumNodes() int { return len(c.nodes) }

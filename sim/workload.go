@@ -16,7 +16,11 @@ func RNG(seed, stream uint64) *rand.Rand {
 const (
 	StreamWorkload uint64 = 1
 	StreamPolicy   uint64 = 2
+	StreamTieOrder uint64 = 3
 )
+
+// ShuffledOrder is a random permutation of n node indices, for Cluster.SetTieOrder.
+func ShuffledOrder(n int, rng *rand.Rand) []int { return rng.Perm(n) }
 
 // TuneWorkload builds the paper's arrival sequence: every trace task, plus copies drawn
 // uniformly with replacement (named "<name>-tuned-<k>") until the next copy would push the

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// simSummary is the --json object of one run.
+type simSummary struct {
+	Policy           string         `json:"policy"`
+	Pods             string         `json:"pods,omitempty"`
+	Seed             uint64         `json:"seed"`
+	Tasks            int            `json:"tasks"`
+	Placed           int            `json:"placed"`
+	Failed           int            `json:"failed"`
+	FailedByKind     map[string]int `json:"failed_by_kind"`
+	AllocGPUPct      float64        `json:"alloc_gpu_pct"`
+	AllocMilliGPUPct float64        `json:"alloc_milligpu_pct"`
+	AllocCPUPct      float64        `json:"alloc_cpu_pct"`
+	AllocMemPct      float64        `json:"alloc_mem_pct"`
+	OccupiedGPUPct   float64        `json:"occupied_gpu_pct"`
+	FragGPU          float64        `json:"frag_gpu"`
+	FragRatioPct     float64        `json:"frag_ratio_pct"`
+	Log              string         `json:"log,omitempty"`
+	WallSeconds      float64        `json:"wall_seconds"`
+}
+
+func summarise(policyName, pods string, seed uint64, r sim.RunResult, wall float64) simSummary {
+	placedPct := 0.0
+	if r.ArrivedMilli > 0 {
+		placedPct = 100 * float64(r.PlacedMilli) / float64(r.ArrivedMilli)
+	}
+	return simSummary{Policy: policyName, Pods: pods, Seed: seed, Tasks: r.Tasks, Placed: r.Placed, Failed: r.Failed,
+		FailedByKind: r.FailedByKind, AllocGPUPct: r.Final.GPUAllocPct, AllocMilliGPUPct: placedPct,
+		AllocCPUPct: r.Final.CPUAllocPct, AllocMemPct: r.Final.MemAllocPct, OccupiedGPUPct: r.Final.GPUOccupiedPct,
+		FragGPU: r.Final.FragGPU, FragRatioPct: r.Final.FragRatioPct, WallSeconds: wall}
+}
+
+func init() {
+	var (
+		pods                          []string
+		nodes, pol, out, logPath, dir string
+		seeds                         string
+		tune, coverage                float64
+		seed                          uint64
+		asJSON                        bool
+		workers                       int
+	)
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run a placement expert through the ATC'23 arrival protocol: curve, decision log, summary",
+		Long: "Samples the workload (tuning ratio and seed as in the FGD paper), places its tasks one by one\n" +
+			"with --policy (" + strings.Join(policy.Placers(), ", ") + "), and writes the curve CSV\n" +
+			"(arrived_pct,alloc_gpu_pct,frag_gpu,frag_ratio_pct), the decision log (JSON lines, see\n" +
+			"docs/decision-log.md) and a summary. With --seeds or several --pods it runs a batch in\n" +
+			"parallel, one decision log per (pods, seed) in --log-dir. Flags override the config's sim section.",
+		Example: "  schedrl sim --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv --policy fgd --out curve.csv --json\n" +
+			"  schedrl sim --policy fgd --pods default.csv,gpushare40.csv --seeds 42-46 --log-dir runs/logs",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			start := time.Now()
+			path, _ := cmd.Flags().GetString(config.ConfigFlag)
+			cfg, err := config.Load(path, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			sc := cfg.Sim
+			f := cmd.Flags()
+			for name, apply := range map[string]func(){
+				"nodes": func() { sc.Nodes = nodes }, "policy": func() { sc.Policy = pol },
+				"tune": func() { sc.Tune = tune }, "seed": func() { sc.Seed = seed },
+				"coverage": func() { sc.Coverage = coverage },
+			} {
+				if f.Changed(name) {
+					apply()
+				}
+			}
+			podList := []string{sc.Pods}
+			if f.Changed("pods") {
+				podList = splitList(pods)
+			}
+			if len(podList) > 0 {
+				sc.Pods = podList[0]
+			}
+			if err := sc.Validate(); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
+			newPlacer := func() (sim.Placer, error) { return policy.NewPlacer(sc.Policy) }
+			if _, err := newPlacer(); err != nil {
+				return err
+			}
+			exp := sim.Experiment{NodesPath: sc.Nodes, PodsPath: sc.Pods, Tune: sc.Tune, Seed: sc.Seed, Coverage: sc.Coverage}
+			if f.Changed("seeds") || len(podList) > 1 {
+				if out != "" || logPath != "" {
+					return fmt.Errorf("sim: --out and --log are for a single run; a batch writes logs to --log-dir")
+				}
+				return simBatch(cmd.OutOrStdout(), exp, podList, seeds, dir, sc.Policy, asJSON, workers, newPlacer)
+			}
+			if dir != "" {
+				return fmt.Errorf("sim: --log-dir is for batches (--seeds or several --pods); use --log")
+			}
+			p, err := sim.Prepare(exp)
+			if err != nil {
+				return err
+			}
+			placer, _ := newPlacer()
+			res, err := p.RunLogged(placer, logPath)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				if err := sim.WriteCurveFile(out, res.Curve); err != nil {
+					return err
+				}
+			}
+			s := summarise(placer.Name(), "", sc.Seed, res, time.Since(start).Seconds())
+			s.Log = logPath
+			if asJSON {
+				return json.NewEncoder(cmd.OutOrStdout()).Encode(s)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s seed %d: %d tasks, %d placed, %d failed; GPU allocated %.2f%%, fragment %.1f GPUs (%.1f%% of idle); %.2f s\n",
+				s.Policy, s.Seed, s.Tasks, s.Placed, s.Failed, s.AllocGPUPct, s.FragGPU, s.FragRatioPct, s.WallSeconds)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	config.AddFlags(f, "")
+	f.StringVar(&nodes, "nodes", "", "openb node list CSV")
+	f.StringSliceVar(&pods, "pods", nil, "openb pod list CSV (several, comma-separated, for a batch)")
+	f.StringVar(&pol, "policy", "", "placement policy: "+strings.Join(policy.Placers(), ", "))
+	f.Float64Var(&tune, "tune", 0, "workload tuning ratio: total GPU request / GPU capacity (default 1.3)")
+	f.Uint64Var(&seed, "seed", 0, "workload and tie-break seed (default 42)")
+	f.Float64Var(&coverage, "coverage", 0, "share of tasks the typical shapes cover (default 0.95)")
+	f.StringVar(&seeds, "seeds", "", "batch: seeds, e.g. 42-46 or 42,44")
+	f.StringVar(&out, "out", "", "write the curve CSV here")
+	f.StringVar(&logPath, "log", "", "write the decision log (JSON lines) here")
+	f.StringVar(&dir, "log-dir", "", "batch: write one decision log per (pods, seed) here")
+	f.BoolVar(&asJSON, "json", false, "print a JSON summary (one object per run)")
+	f.IntVar(&workers, "workers", 0, "batch: concurrent runs (0: one per CPU)")
+	rootCmd.AddCommand(cmd)
+}
+
+func simBatch(w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
+	seedList := []uint64{base.Seed}
+	if seedSpec != "" {
+		var err error
+		if seedList, err = config.ParseSeeds(seedSpec); err != nil {
+			return fmt.Errorf("sim: --seeds: %w", err)
+		}
+	}
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	var jobs []sim.Job
+	for _, pods := range podList {
+		for _, s := range seedList {
+			e := base
+			e.PodsPath, e.Seed = pods, s
+			j := sim.Job{Experiment: e}
+			if dir != "" {
+				stem := strings.TrimSuffix(filepath.Base(pods), filepath.Ext(pods))
+				j.LogPath = filepath.Join(dir, fmt.Sprintf("%s_%s_seed%d.jsonl", stem, pol, s))
+			}
+			jobs = append(jobs, j)
+		}
+	}
+	results := sim.RunBatch(jobs, newPlacer, workers)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(tw, "pods\tseed\ttasks\tfailed\talloc_gpu_pct\tfrag_gpu\tlog")
+	}
+	var errs []string
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, fmt.Sprintf("%s seed %d: %v", r.PodsPath, r.Seed, r.Err))
+			continue
+		}
+		s := summarise(pol, r.PodsPath, r.Seed, r.Result, r.WallSeconds)
+		s.Log = r.LogPath
+		if asJSON {
+			if err := json.NewEncoder(w).Encode(s); err != nil {
+				return err
+			}
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f\t%s\n", filepath.Base(r.PodsPath), r.Seed, s.Tasks, s.Failed, s.AllocGPUPct, s.FragGPU, r.LogPath)
+	}
+	tw.Flush()
+	if len(errs) > 0 {
+		return fmt.Errorf("sim: %d of %d runs failed:\n  %s", len(errs), len(results), strings.Join(errs, "\n  "))
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+package policy
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"github.com/schedrl/schedrl/sim"
+)
+
+// FGD (fragmentation gradient descent) places a task where it raises its node's fragment the
+// least; a GPU-sharing task tries each GPU of the node. The score is the reference's
+// integer sigmoid((fragment before - after) / 1000) x 100, so changes within a few tens of
+// milli-GPU tie; within a node the first GPU with the best score wins.
+func init() {
+	registerPlacer("fgd", func() Placer { return &FGD{} })
+}
+
+// FGD is the fragmentation-gradient-descent placer. It caches each node's best score per task
+// shape, keyed by the node's version, so a decision only rescores nodes that changed.
+type FGD struct {
+	clusterID uint64
+	shapes    map[fgdShape]int
+	cache     [][]fgdEntry // [shape][node]
+	buf       []int
+}
+
+type fgdShape struct {
+	cpu, milli int64
+	numGPU     int
+}
+
+type fgdEntry struct {
+	version uint64
+	score   float64
+	gpus    sim.GPUSet
+}
+
+func (*FGD) Name() string { return "fgd" }
+
+// fgdScore quantises a fragment increase (milli-GPU) as the reference does.
+func fgdScore(delta float64) float64 {
+	return float64(int64(1 / (1 + math.Exp(delta/1000)) * maxScore))
+}
+
+// Score is the FGD score of a feasible choice.
+func (*FGD) Score(c *sim.Cluster, t sim.Task, ch sim.Choice) float64 {
+	return fgdScore(c.FragDelta(t, ch))
+}
+
+// nodeBest is node i's best score and the GPUs achieving it first.
+func nodeBest(c *sim.Cluster, t sim.Task, i int) fgdEntry {
+	if !t.Sharing() {
+		gpus, _ := c.TightestGPUs(t, i)
+		return fgdEntry{score: fgdScore(c.FragDelta(t, sim.Choice{Node: i, GPUs: gpus})), gpus: gpus}
+	}
+	f := c.Free(i)
+	best := fgdEntry{score: -1}
+	var tried [sim.MaxGPUsPerNode]int64
+	nTried := 0
+gpus:
+	for g := 0; g < f.GPUs; g++ {
+		if f.GPU[g] < t.GPUMilli {
+			continue
+		}
+		// GPUs with equal free milli give equal scores; the first one already counts.
+		for _, v := range tried[:nTried] {
+			if v == f.GPU[g] {
+				continue gpus
+			}
+		}
+		tried[nTried] = f.GPU[g]
+		nTried++
+		ch := sim.Choice{Node: i, GPUs: sim.NewGPUSet(g)}
+		if s := fgdScore(c.FragDelta(t, ch)); s > best.score {
+			best = fgdEntry{score: s, gpus: ch.GPUs}
+		}
+	}
+	return best
+}
+
+// Place returns the feasible choice with the best FGD score, ties between nodes broken
+// uniformly with rng.
+func (p *FGD) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
+	if p.clusterID != c.ID() || p.shapes == nil {
+		p.clusterID, p.shapes, p.cache = c.ID(), map[fgdShape]int{}, nil
+	}
+	key := fgdShape{t.CPU, t.GPUMilli, t.NumGPU}
+	k, ok := p.shapes[key]
+	if !ok {
+		k = len(p.cache)
+		p.shapes[key] = k
+		p.cache = append(p.cache, make([]fgdEntry, c.NumNodes()))
+	}
+	row := p.cache[k]
+	p.buf = c.FeasibleNodes(t, p.buf[:0])
+	best, ok := argmax(c, p.buf, func(i int) float64 {
+		if v := c.NodeVersion(i); row[i].version != v {
+			row[i] = nodeBest(c, t, i)
+			row[i].version = v
+		}
+		return row[i].score
+	})
+	if !ok {
+		return sim.Choice{}, false
+	}
+	return sim.Choice{Node: best, GPUs: row[best].gpus}, true
+}
