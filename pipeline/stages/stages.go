@@ -47,6 +47,8 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	switch name {
 	case "logs":
 		return newLogs(cfg)
+	case "datasets":
+		return newDatasets(cfg), nil
 	case "eval":
 		return newEval(cfg, d)
 	}
