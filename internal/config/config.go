@@ -2,14 +2,30 @@
 // then SCHEDRL_SECTION_KEY environment variables, then flags. Unknown keys are errors.
 //
 // Each pipeline stage owns one section, defined in its own file of this package
-// (sim.go, datasets.go, ...) with its defaults and validation.
+// (sim.go, datasets.go, ...) with its defaults and validation. Adding a section is one field in
+// Config; the loader finds the rest through these methods on the section type:
+//
+//	func (c *SimConfig) SetDefaults()   // fills the built-in defaults into the zero value
+//	func (c SimConfig) Validate() error // first invalid field, named by its key: "nodes: must be > 0, got -3"
+//
+// Keys come from `mapstructure` tags (use the same name in the `yaml` tag); a field tagged
+// `secret:"true"` is printed as "***" by Show.
 package config
 
 // Config is the whole effective configuration; one field per stage section.
 type Config struct {
 	Seed     int64          `mapstructure:"seed" yaml:"seed"`
+	Device   DeviceConfig   `mapstructure:"device" yaml:"device"`
 	Sim      SimConfig      `mapstructure:"sim" yaml:"sim"`
+	Datasets DatasetsConfig `mapstructure:"datasets" yaml:"datasets"`
+	Finetune FinetuneConfig `mapstructure:"finetune" yaml:"finetune"`
 	Eval     EvalConfig     `mapstructure:"eval" yaml:"eval"`
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
 	Pipeline PipelineConfig `mapstructure:"pipeline" yaml:"pipeline"`
+}
+
+// Section is implemented by section types that have defaults (through a pointer) and rules.
+type Section interface {
+	SetDefaults()
+	Validate() error
 }

@@ -1,0 +1,78 @@
+# schedrl: `make pipeline` runs the main job, `make test` everything CI checks.
+# Packages that link libtorch build through the generated .deps/go.work (patched gotch copy);
+# everything else also builds and tests as plain `CGO_ENABLED=0 go test`.
+#
+#   make CUDA=1 ...           link gotch's CUDA variant (needs LIBTORCH=/path/to/cuda/libtorch)
+#   make LIBTORCH=/path ...   use an existing libtorch 2.1.x instead of the PyPI wheel's
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := build
+
+GO ?= go
+CUDA ?= 0
+CONFIG ?= configs/default.yaml
+export CUDA
+# Only a LIBTORCH the user gave is passed on: the setup treats it as an override.
+ifdef LIBTORCH
+export LIBTORCH
+endif
+
+DEPS := $(CURDIR)/.deps
+TORCH_ENV := GOWORK=$(DEPS)/go.work CGO_ENABLED=1
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+
+.PHONY: setup torch build test test-nocgo test-all pipeline bench lint env clean
+
+## setup: everything the build and tests need (scripts/setup.d/*.sh in order; idempotent)
+setup:
+	bash scripts/setup.sh
+
+## torch: only libtorch and the patched gotch (what `build` needs)
+torch:
+	SETUP_ONLY="10 11" bash scripts/setup.sh
+
+## build: bin/schedrl
+build: torch
+	$(TORCH_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o bin/schedrl ./cmd/schedrl
+
+## test: setup, the package boundary, the no-cgo packages with CGO_ENABLED=0, then all tests
+test: setup
+	bash scripts/check-boundaries.sh
+	$(MAKE) --no-print-directory test-nocgo test-all
+
+test-nocgo:
+	CGO_ENABLED=0 GOWORK=off $(GO) test $$(bash scripts/check-boundaries.sh --print-nocgo)
+
+test-all:
+	$(TORCH_ENV) $(GO) test ./...
+
+## pipeline: the main job, with $(CONFIG)
+pipeline: setup build
+	bin/schedrl doctor
+	@if bin/schedrl pipeline --help >/dev/null 2>&1; then \
+		bin/schedrl pipeline run --config $(CONFIG); \
+	else \
+		echo "pipeline: 'schedrl pipeline' does not exist yet; ran doctor only"; \
+	fi
+
+## bench: Go benchmarks of every package, then scripts/bench.d/*.sh
+bench: torch
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench . -benchmem ./...
+	for f in scripts/bench.d/*.sh; do [[ -e "$$f" ]] || continue; echo "== $$f"; bash "$$f"; done
+
+## lint: gofmt, go vet (with and without cgo), the package boundary
+lint: torch
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(TORCH_ENV) $(GO) vet ./...
+	CGO_ENABLED=0 GOWORK=off $(GO) vet $$(bash scripts/check-boundaries.sh --print-nocgo)
+	bash scripts/check-boundaries.sh
+
+## env: the environment for running go commands on libtorch packages by hand
+env:
+	@bash scripts/goenv.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,224 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"github.com/go-viper/mapstructure/v2"
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// EnvPrefix starts every environment override: SCHEDRL_SIM_NODES sets sim.nodes.
+const EnvPrefix = "SCHEDRL"
+
+// Flag names that AddFlags registers and Load reads.
+const (
+	ConfigFlag = "config"
+	SetFlag    = "set"
+)
+
+// AddFlags registers --config FILE and the repeatable --set key=value override.
+func AddFlags(flags *pflag.FlagSet, defaultPath string) {
+	flags.StringP(ConfigFlag, "c", defaultPath, "YAML config file (empty: built-in defaults only)")
+	flags.StringArray(SetFlag, nil, "override one config key, e.g. --set seed=7 (repeatable)")
+}
+
+// Default returns the built-in configuration: every section's SetDefaults applied.
+func Default() Config {
+	cfg := Config{Seed: 1}
+	forEachSection(&cfg, func(_ string, s reflect.Value) {
+		if d, ok := s.Addr().Interface().(interface{ SetDefaults() }); ok {
+			d.SetDefaults()
+		}
+	})
+	return cfg
+}
+
+// Validate runs every section's Validate; the error names the section and key.
+func (c Config) Validate() error {
+	var errs []error
+	forEachSection(&c, func(name string, s reflect.Value) {
+		if v, ok := s.Interface().(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s.%w", name, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// Load builds the effective configuration: built-in defaults, then the YAML file at path (if
+// not empty), then SCHEDRL_SECTION_KEY environment variables, then flags. A flag applies when
+// its name is a key ("seed", "sim.nodes") or through --set key=value (see AddFlags).
+// Unknown keys, values of the wrong type and values a section's Validate rejects are errors
+// naming the key and where it came from.
+func Load(path string, flags *pflag.FlagSet) (Config, error) {
+	keys, sections := schemaOf(reflect.TypeFor[Config]())
+	l := loader{keys: keys, sections: sections, v: viper.New(), path: path}
+	if err := l.layer(flags); err != nil {
+		return Config{}, err
+	}
+	cfg, err := l.decode()
+	if err != nil {
+		return Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return Config{}, l.located(err)
+	}
+	return cfg, nil
+}
+
+type loader struct {
+	keys     map[string]leaf
+	sections map[string]bool
+	v        *viper.Viper
+	path     string
+	filePos  map[string]string // key -> "file:line:col"
+	flagSrc  map[string]string // key -> "flag --x"
+}
+
+func (l *loader) layer(flags *pflag.FlagSet) error {
+	defaults := Default()
+	for key, lf := range l.keys {
+		l.v.SetDefault(key, lf.get(reflect.ValueOf(defaults)).Interface())
+	}
+	if l.path != "" {
+		data, err := os.ReadFile(l.path)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if l.filePos, err = l.checkFile(data); err != nil {
+			return err
+		}
+		l.v.SetConfigType("yaml")
+		if err := l.v.ReadConfig(bytes.NewReader(data)); err != nil {
+			return fmt.Errorf("config %s: %w", l.path, err)
+		}
+	}
+	l.v.SetEnvPrefix(EnvPrefix)
+	l.v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
+	l.v.AutomaticEnv()
+	return l.bindFlags(flags)
+}
+
+func (l *loader) bindFlags(flags *pflag.FlagSet) error {
+	l.flagSrc = map[string]string{}
+	if flags == nil {
+		return nil
+	}
+	var err error
+	flags.VisitAll(func(f *pflag.Flag) {
+		if _, ok := l.keys[f.Name]; ok && err == nil {
+			err = l.v.BindPFlag(f.Name, f)
+			if f.Changed {
+				l.flagSrc[f.Name] = "flag --" + f.Name
+			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	sets, _ := flags.GetStringArray(SetFlag)
+	for _, kv := range sets {
+		key, value, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("config: flag --%s %q: want key=value", SetFlag, kv)
+		}
+		if _, known := l.keys[key]; !known {
+			return fmt.Errorf("config: flag --%s: unknown key %q%s", SetFlag, key, l.suggest(key))
+		}
+		l.v.Set(key, value)
+		l.flagSrc[key] = fmt.Sprintf("flag --%s %s", SetFlag, kv)
+	}
+	return nil
+}
+
+// decode converts every key on its own, so a bad value is reported with its key and source.
+func (l *loader) decode() (Config, error) {
+	var cfg Config
+	root := reflect.ValueOf(&cfg).Elem()
+	var errs []error
+	for _, key := range sortedKeys(l.keys) {
+		lf := l.keys[key]
+		dst := reflect.New(lf.typ)
+		dec, err := mapstructure.NewDecoder(&mapstructure.DecoderConfig{
+			Result:           dst.Interface(),
+			WeaklyTypedInput: true,
+			ErrorUnused:      true,
+			DecodeHook: mapstructure.ComposeDecodeHookFunc(
+				mapstructure.StringToTimeDurationHookFunc(),
+				mapstructure.StringToSliceHookFunc(","),
+			),
+		})
+		if err == nil {
+			err = dec.Decode(l.v.Get(key))
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config: %s (from %s): %w", key, l.source(key), unwrapDecode(err)))
+			continue
+		}
+		lf.set(root, dst.Elem())
+	}
+	return cfg, errors.Join(errs...)
+}
+
+// source says where the effective value of key came from, for error messages.
+func (l *loader) source(key string) string {
+	if s, ok := l.flagSrc[key]; ok {
+		return s
+	}
+	env := EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+	if os.Getenv(env) != "" {
+		return "env " + env
+	}
+	if pos, ok := l.filePos[key]; ok {
+		return pos
+	}
+	return "built-in default"
+}
+
+// located adds the source to validation errors of the form "section.key: ...".
+func (l *loader) located(err error) error {
+	var msgs []string
+	for _, e := range unjoin(err) {
+		msg := e.Error()
+		key := strings.SplitN(msg, ":", 2)[0]
+		if _, ok := l.keys[key]; ok {
+			msg = fmt.Sprintf("%s (from %s)", msg, l.source(key))
+		}
+		msgs = append(msgs, "config: invalid "+msg)
+	}
+	return errors.New(strings.Join(msgs, "\n"))
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// unwrapDecode drops mapstructure's "decoding failed due to..." framing around a leaf error.
+func unwrapDecode(err error) error {
+	var de *mapstructure.DecodeError
+	if errors.As(err, &de) {
+		return de.Unwrap()
+	}
+	return err
+}
+
+// forEachSection calls fn with each struct-typed field of cfg (a section) and its key.
+func forEachSection(cfg *Config, fn func(name string, section reflect.Value)) {
+	v := reflect.ValueOf(cfg).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Type.Kind() == reflect.Struct {
+			fn(keyOf(f), v.Field(i))
+		}
+	}
+}

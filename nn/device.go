@@ -1,0 +1,38 @@
+// Package nn holds schedrl's gotch (libtorch) networks, their checkpoints and the choice of
+// device. It is one of the few packages that link libtorch (see DESIGN.md).
+package nn
+
+import (
+	"fmt"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/libtch"
+)
+
+// Device resolves the configured device and applies its CPU thread budget. "auto" picks the
+// first GPU when libtorch sees one; asking for a GPU that is not there is an error, not a
+// silent fall back to CPU.
+func Device(cfg config.DeviceConfig) (gotch.Device, error) {
+	kind, ordinal, err := config.ParseDevice(cfg.Name)
+	if err != nil {
+		return gotch.Device{}, fmt.Errorf("device.name: %w", err)
+	}
+	if cfg.Threads > 0 {
+		libtch.AtSetNumThreads(cfg.Threads)
+	}
+	switch kind {
+	case config.DeviceCPU:
+		return gotch.CPU, nil
+	case config.DeviceAuto:
+		return gotch.CudaIfAvailable(), nil
+	}
+	if n := int(gotch.CUDA.DeviceCount()); !gotch.CUDA.IsAvailable() || ordinal >= n {
+		return gotch.Device{}, fmt.Errorf("device.name: %q requested but libtorch sees %d CUDA device(s) (%s variant)", cfg.Name, max(n, 0), libtch.SchedrlVariant)
+	}
+	return gotch.CudaBuilder(uint(ordinal)), nil
+}
+
+// Seed seeds libtorch's generators (weight initialisation, dropout, sampling on the device), so
+// that the same config seed gives the same network on CPU.
+func Seed(seed int64) { libtch.AtManualSeed(seed) }
