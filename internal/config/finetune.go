@@ -1,0 +1,189 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// FinetuneConfig configures `schedrl finetune`: PPO in the placement environment, warm-started
+// from a behaviour-cloned checkpoint. Every hyper-parameter of the algorithm is a field here, in
+// the order the training loop uses them (episodes, rollout, advantages, loss, update), so the
+// struct reads like CleanRL's single-file PPO.
+type FinetuneConfig struct {
+	// From is the pretrained checkpoint directory; "none" trains from scratch with the same budget.
+	From string `mapstructure:"from" yaml:"from"`
+	// Out is the run directory: checkpoints, run record (metrics.jsonl), final checkpoint.
+	Out string `mapstructure:"out" yaml:"out"`
+
+	// Episode mix: each episode draws a trace, a seed and a cluster size uniformly from these.
+	// Nodes is the node list CSV; Traces are openb pod-list short names or CSV paths.
+	Nodes     string   `mapstructure:"nodes" yaml:"nodes"`
+	Traces    []string `mapstructure:"traces" yaml:"traces"`
+	TracesDir string   `mapstructure:"traces_dir" yaml:"traces_dir"`
+	// Seeds are the training workload seeds ("A-B,C"); they must not meet EvalSeeds.
+	Seeds string `mapstructure:"seeds" yaml:"seeds"`
+	// ClusterSizes are node counts of random subsets of the node list (0: the whole list); the
+	// workload is tuned to the subset's GPU capacity, so a small cluster is a cheap episode.
+	ClusterSizes []int   `mapstructure:"cluster_sizes" yaml:"cluster_sizes"`
+	Tune         float64 `mapstructure:"tune" yaml:"tune"`
+	Coverage     float64 `mapstructure:"coverage" yaml:"coverage"`
+	// Reward = RewardPlaced x GPUs placed - RewardFragment x fragment added (in GPUs); keep it
+	// equal to the datasets section so the pretrained critic's scale still holds.
+	RewardPlaced   float64 `mapstructure:"reward_placed" yaml:"reward_placed"`
+	RewardFragment float64 `mapstructure:"reward_fragment" yaml:"reward_fragment"`
+
+	// Rollout: NumEnvs episodes step in lockstep, RolloutSteps each per update, on Workers
+	// goroutines (0: one per CPU), one batched network forward per step.
+	NumEnvs      int `mapstructure:"num_envs" yaml:"num_envs"`
+	RolloutSteps int `mapstructure:"rollout_steps" yaml:"rollout_steps"`
+	Workers      int `mapstructure:"workers" yaml:"workers"`
+	// TotalSteps is the budget in environment steps (decisions), over all envs.
+	TotalSteps int `mapstructure:"total_steps" yaml:"total_steps"`
+
+	// Advantages: generalised advantage estimation.
+	Gamma     float64 `mapstructure:"gamma" yaml:"gamma"`
+	GAELambda float64 `mapstructure:"gae_lambda" yaml:"gae_lambda"`
+	NormAdv   bool    `mapstructure:"norm_adv" yaml:"norm_adv"`
+
+	// Loss: clipped surrogate + VFCoef x value loss - EntCoef x entropy + KL coefficient x
+	// KL(pretrained || current). The KL coefficient starts at KLCoef and decays linearly to 0
+	// over the first KLDecay fraction of the updates (0 keeps it constant); KLCoef 0 is off.
+	ClipCoef  float64 `mapstructure:"clip_coef" yaml:"clip_coef"`
+	ClipVLoss bool    `mapstructure:"clip_vloss" yaml:"clip_vloss"`
+	VFCoef    float64 `mapstructure:"vf_coef" yaml:"vf_coef"`
+	EntCoef   float64 `mapstructure:"ent_coef" yaml:"ent_coef"`
+	KLCoef    float64 `mapstructure:"kl_coef" yaml:"kl_coef"`
+	KLDecay   float64 `mapstructure:"kl_decay" yaml:"kl_decay"`
+
+	// Update: Epochs passes over the rollout in Minibatches shuffled mini-batches; Adam with
+	// global-norm gradient clipping; the learning rate anneals linearly to 0 when AnnealLR.
+	Epochs      int     `mapstructure:"epochs" yaml:"epochs"`
+	Minibatches int     `mapstructure:"minibatches" yaml:"minibatches"`
+	LR          float64 `mapstructure:"lr" yaml:"lr"`
+	AnnealLR    bool    `mapstructure:"anneal_lr" yaml:"anneal_lr"`
+	AdamEps     float64 `mapstructure:"adam_eps" yaml:"adam_eps"`
+	MaxGradNorm float64 `mapstructure:"max_grad_norm" yaml:"max_grad_norm"`
+	// TargetKL stops an update's epochs early once the approximate KL to the rollout policy
+	// passes it (0: never).
+	TargetKL float64 `mapstructure:"target_kl" yaml:"target_kl"`
+
+	// CheckpointEvery updates, and at the end, the run directory gets a resumable checkpoint.
+	CheckpointEvery int `mapstructure:"checkpoint_every" yaml:"checkpoint_every"`
+	// Held-out evaluation every EvalEvery updates (0: only at the start and the end): greedy
+	// placement on the whole node list, at Tune, on EvalSeeds of the first trace.
+	EvalEvery int    `mapstructure:"eval_every" yaml:"eval_every"`
+	EvalSeeds string `mapstructure:"eval_seeds" yaml:"eval_seeds"`
+}
+
+// SetDefaults is a short run on the default openb trace: training seeds away from the
+// held-out 49..51, 64..256-node sub-clusters.
+func (c *FinetuneConfig) SetDefaults() {
+	*c = FinetuneConfig{
+		From:      "runs/pretrain/final",
+		Out:       "runs/finetune",
+		Nodes:     "../shared/traces/openb/openb_node_list_gpu_node.csv",
+		Traces:    []string{"default"},
+		TracesDir: "../shared/traces/openb",
+		Seeds:     "1000-9999",
+		// Sizes up to the full cluster's scale keep late-episode congestion realistic.
+		ClusterSizes: []int{128, 256},
+		Tune:         1.3, Coverage: 0.95,
+		RewardPlaced: 1, RewardFragment: 1,
+		NumEnvs: 8, RolloutSteps: 128, TotalSteps: 200_000,
+		Gamma: 0.99, GAELambda: 0.95, NormAdv: true,
+		ClipCoef: 0.2, ClipVLoss: true, VFCoef: 0.5, EntCoef: 0.001, KLCoef: 0.1, KLDecay: 0.5,
+		Epochs: 4, Minibatches: 4, LR: 1e-4, AnnealLR: true, AdamEps: 1e-5, MaxGradNorm: 0.5,
+		CheckpointEvery: 10, EvalEvery: 20, EvalSeeds: "49-51",
+	}
+}
+
+// Validate checks every field's range; whether files exist is checked when training starts.
+func (c FinetuneConfig) Validate() error {
+	unit := func(x float64) bool { return x >= 0 && x <= 1 }
+	switch {
+	case strings.TrimSpace(c.From) == "":
+		return fmt.Errorf("from: name a checkpoint directory or none")
+	case c.Out == "":
+		return fmt.Errorf("out: must name a directory")
+	case c.Nodes == "":
+		return fmt.Errorf("nodes: must name a node list CSV")
+	case len(c.Traces) == 0:
+		return fmt.Errorf("traces: list at least one trace")
+	case len(c.ClusterSizes) == 0:
+		return fmt.Errorf("cluster_sizes: list at least one size (0 = every node)")
+	case !(c.Tune > 0 && c.Tune <= 10):
+		return fmt.Errorf("tune: must be in (0, 10], got %v", c.Tune)
+	case !(c.Coverage > 0 && c.Coverage <= 1):
+		return fmt.Errorf("coverage: must be in (0, 1], got %v", c.Coverage)
+	case c.RewardPlaced < 0:
+		return fmt.Errorf("reward_placed: must be >= 0, got %g", c.RewardPlaced)
+	case c.RewardFragment < 0:
+		return fmt.Errorf("reward_fragment: must be >= 0, got %g", c.RewardFragment)
+	case c.NumEnvs < 1:
+		return fmt.Errorf("num_envs: must be >= 1, got %d", c.NumEnvs)
+	case c.RolloutSteps < 1:
+		return fmt.Errorf("rollout_steps: must be >= 1, got %d", c.RolloutSteps)
+	case c.Workers < 0:
+		return fmt.Errorf("workers: must be >= 0, got %d", c.Workers)
+	case c.TotalSteps < c.NumEnvs*c.RolloutSteps:
+		return fmt.Errorf("total_steps: must cover one update (num_envs x rollout_steps = %d), got %d", c.NumEnvs*c.RolloutSteps, c.TotalSteps)
+	case !(c.Gamma > 0 && c.Gamma <= 1):
+		return fmt.Errorf("gamma: must be in (0, 1], got %g", c.Gamma)
+	case !unit(c.GAELambda):
+		return fmt.Errorf("gae_lambda: must be in [0, 1], got %g", c.GAELambda)
+	case !(c.ClipCoef > 0):
+		return fmt.Errorf("clip_coef: must be > 0, got %g", c.ClipCoef)
+	case c.VFCoef < 0:
+		return fmt.Errorf("vf_coef: must be >= 0, got %g", c.VFCoef)
+	case c.EntCoef < 0:
+		return fmt.Errorf("ent_coef: must be >= 0, got %g", c.EntCoef)
+	case c.KLCoef < 0:
+		return fmt.Errorf("kl_coef: must be >= 0, got %g", c.KLCoef)
+	case !unit(c.KLDecay):
+		return fmt.Errorf("kl_decay: must be in [0, 1], got %g", c.KLDecay)
+	case c.Epochs < 1:
+		return fmt.Errorf("epochs: must be >= 1, got %d", c.Epochs)
+	case c.Minibatches < 1 || c.Minibatches > c.NumEnvs*c.RolloutSteps:
+		return fmt.Errorf("minibatches: must be in [1, num_envs x rollout_steps = %d], got %d", c.NumEnvs*c.RolloutSteps, c.Minibatches)
+	case !(c.LR > 0):
+		return fmt.Errorf("lr: must be > 0, got %g", c.LR)
+	case !(c.AdamEps > 0):
+		return fmt.Errorf("adam_eps: must be > 0, got %g", c.AdamEps)
+	case c.MaxGradNorm < 0:
+		return fmt.Errorf("max_grad_norm: must be >= 0 (0: no clipping), got %g", c.MaxGradNorm)
+	case c.TargetKL < 0:
+		return fmt.Errorf("target_kl: must be >= 0 (0: off), got %g", c.TargetKL)
+	case c.CheckpointEvery < 1:
+		return fmt.Errorf("checkpoint_every: must be >= 1, got %d", c.CheckpointEvery)
+	case c.EvalEvery < 0:
+		return fmt.Errorf("eval_every: must be >= 0, got %d", c.EvalEvery)
+	}
+	for i, n := range c.ClusterSizes {
+		if n < 0 {
+			return fmt.Errorf("cluster_sizes[%d]: must be >= 0, got %d", i, n)
+		}
+	}
+	for i, t := range c.Traces {
+		if strings.TrimSpace(t) == "" {
+			return fmt.Errorf("traces[%d]: empty", i)
+		}
+	}
+	train, err := ParseSeeds(c.Seeds)
+	if err != nil {
+		return fmt.Errorf("seeds: %w", err)
+	}
+	held, err := ParseSeeds(c.EvalSeeds)
+	if err != nil {
+		return fmt.Errorf("eval_seeds: %w", err)
+	}
+	heldSet := map[uint64]bool{}
+	for _, s := range held {
+		heldSet[s] = true
+	}
+	for _, s := range train {
+		if heldSet[s] {
+			return fmt.Errorf("seeds: %d is also a held-out eval seed", s)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,39 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestFinetuneDefaultsValid(t *testing.T) {
+	var c FinetuneConfig
+	c.SetDefaults()
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFinetuneValidateNamesField(t *testing.T) {
+	for _, tc := range []struct {
+		key string
+		set func(*FinetuneConfig)
+	}{
+		{"from", func(c *FinetuneConfig) { c.From = " " }},
+		{"cluster_sizes[1]", func(c *FinetuneConfig) { c.ClusterSizes = []int{64, -1} }},
+		{"total_steps", func(c *FinetuneConfig) { c.TotalSteps = c.NumEnvs*c.RolloutSteps - 1 }},
+		{"gae_lambda", func(c *FinetuneConfig) { c.GAELambda = 1.5 }},
+		{"minibatches", func(c *FinetuneConfig) { c.Minibatches = c.NumEnvs*c.RolloutSteps + 1 }},
+		{"kl_decay", func(c *FinetuneConfig) { c.KLDecay = -0.1 }},
+		{"seeds", func(c *FinetuneConfig) { c.Seeds = "40-50" }}, // meets eval seeds 49..51
+		{"eval_seeds", func(c *FinetuneConfig) { c.EvalSeeds = "x" }},
+		{"lr", func(c *FinetuneConfig) { c.LR = 0 }},
+	} {
+		var c FinetuneConfig
+		c.SetDefaults()
+		tc.set(&c)
+		err := c.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.key+":") {
+			t.Errorf("%s: got %v, want an error naming %s", tc.key, err, tc.key)
+		}
+	}
+}
