@@ -1,0 +1,127 @@
+package stages
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/pipeline"
+)
+
+const tracesDir = "../../../shared/traces/openb"
+
+func testConfig(t *testing.T) config.Config {
+	t.Helper()
+	if _, err := os.Stat(tracesDir); err != nil {
+		t.Skipf("openb traces not here: %v", err)
+	}
+	cfg := config.Default()
+	cfg.Sim.Nodes = filepath.Join(tracesDir, "openb_node_list_gpu_node.csv")
+	cfg.Sim.Pods = filepath.Join(tracesDir, "openb_pod_list_gpushare40.csv")
+	cfg.Pipeline.Dir = t.TempDir()
+	cfg.Pipeline.Stages = []string{"logs", "datasets"}
+	cfg.Pipeline.LogSeeds = "42-43"
+	cfg.Datasets.ValFraction = 0.5
+	return cfg
+}
+
+func run(t *testing.T, cfg config.Config) *pipeline.Record {
+	t.Helper()
+	p, err := Build(cfg, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := p.Run(context.Background(), pipeline.Options{
+		Dir: cfg.Pipeline.Dir, CodeRevision: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func statuses(rec *pipeline.Record) string {
+	var out []string
+	for _, s := range rec.Stages {
+		out = append(out, s.Name+"="+s.Status)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestLogsAndDatasetsStages runs the real simulator and dataset builder through the pipeline.
+func TestLogsAndDatasetsStages(t *testing.T) {
+	cfg := testConfig(t)
+	first := run(t, cfg)
+	if got := statuses(first); got != "logs=done,datasets=done" {
+		t.Fatalf("first run: %s", got)
+	}
+	logs, _ := filepath.Glob(filepath.Join(first.Stages[0].Output.Dir, "*.jsonl"))
+	if len(logs) != 2 {
+		t.Errorf("logs stage wrote %v, want one log per seed", logs)
+	}
+	if _, err := os.Stat(filepath.Join(first.Stages[1].Output.Dir, "manifest.json")); err != nil {
+		t.Errorf("datasets output: %v", err)
+	}
+	if m := first.Stages[1].Metric; m == nil || m.Name != "rows" || m.Value < 1000 {
+		t.Errorf("datasets metric %+v", m)
+	}
+
+	given := t.TempDir()
+	for _, l := range logs {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(given, filepath.Base(l)), data, 0o644)
+	}
+	tests := []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"unchanged", func(*config.Config) {}, "logs=cached,datasets=cached"},
+		{"datasets config", func(c *config.Config) { c.Datasets.ValFraction = 0 }, "logs=cached,datasets=done"},
+		{"worker count is not in the key", func(c *config.Config) { c.Datasets.Workers = 1 }, "logs=cached,datasets=cached"},
+		// The same logs given instead of simulated: the logs stage reruns (copies them), and its
+		// output has the same content, so the dataset is reused.
+		{"given logs with the same content", func(c *config.Config) { c.Datasets.Logs = filepath.Join(given, "*.jsonl") }, "logs=done,datasets=cached"},
+		{"more seeds", func(c *config.Config) { c.Pipeline.LogSeeds = "42-44" }, "logs=done,datasets=done"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			tc.change(&c)
+			if got := statuses(run(t, c)); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildRejectsBadReferences(t *testing.T) {
+	cfg := testConfig(t)
+	tests := []struct {
+		name   string
+		change func(*config.Config)
+		want   string
+	}{
+		{"unknown expert", func(c *config.Config) { c.Sim.Policy = "fgdd" }, `sim.policy: unknown placement policy "fgdd"`},
+		{"missing trace", func(c *config.Config) { c.Sim.Pods = "nope.csv" }, "sim.pods: open nope.csv"},
+		{"given logs match nothing", func(c *config.Config) { c.Datasets.Logs = "/nonexistent/*.jsonl" }, "matches no file"},
+		{"stage list", func(c *config.Config) { c.Pipeline.Stages = []string{"datasets"} }, `"datasets" reads "logs"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cfg
+			tc.change(&c)
+			if _, err := Build(c, Deps{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
