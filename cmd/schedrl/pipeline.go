@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/pipeline/stages"
+)
+
+func init() {
+	pipelineCmd := &cobra.Command{
+		Use:   "pipeline",
+		Short: "Run the stage graph (logs -> datasets -> pretrain -> finetune -> eval -> publish) with caching",
+	}
+
+	var force []string
+	var from string
+	runCmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run every stage whose key has no complete output; skip the rest",
+		Long: "Runs the stages listed in pipeline.stages in order. A stage's key hashes its config section,\n" +
+			"its inputs' content and the code revision; a stage whose key has a complete output is skipped.\n" +
+			"An interrupted run resumes: finished stages are skipped, finetune continues from its last checkpoint.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, path, err := loadPipelineConfig(cmd)
+			if err != nil {
+				return err
+			}
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolvePolicy})
+			if err != nil {
+				return err
+			}
+			rev, err := pipeline.CodeRevision()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			rec, runErr := p.Run(ctx, pipeline.Options{
+				Dir: cfg.Pipeline.Dir, CodeRevision: rev, Force: force, From: from,
+				ConfigFile: path, Log: slog.Default(), Terminal: isTerminal(os.Stderr),
+			})
+			if rec != nil {
+				fmt.Fprintln(cmd.OutOrStdout())
+				rec.WriteSummary(cmd.OutOrStdout())
+				fmt.Fprintf(cmd.OutOrStdout(), "run record: %s\n", pipeline.RecordPath(cfg.Pipeline.Dir, rec.RunID))
+			}
+			return runErr
+		},
+	}
+	runCmd.Flags().StringArrayVar(&force, "force", nil, "rerun this stage even when cached (repeatable)")
+	runCmd.Flags().StringVar(&from, "from", "", "rerun this stage and every later one")
+
+	var runID string
+	statusCmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the last run's record and which stages the current config would skip or run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, _, err := loadPipelineConfig(cmd)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if rec, err := pipeline.LoadRecord(cfg.Pipeline.Dir, runID); err == nil {
+				fmt.Fprintf(out, "last run %s (%s, code %s):\n", rec.RunID, rec.ConfigFile, rec.CodeRevision)
+				rec.WriteSummary(out)
+			} else if runID != "" {
+				return err
+			} else {
+				fmt.Fprintf(out, "no run recorded under %s yet\n", cfg.Pipeline.Dir)
+			}
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolvePolicy})
+			if err != nil {
+				return err
+			}
+			rev, err := pipeline.CodeRevision()
+			if err != nil {
+				return err
+			}
+			plan, err := p.Plan(pipeline.Options{Dir: cfg.Pipeline.Dir, CodeRevision: rev, Log: slog.Default()})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\nwith the current config and code (%s):\n", rev)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "STAGE\tNEXT RUN\tKEY\tWHY")
+			for _, e := range plan {
+				key := e.Key
+				if key == "" {
+					key = "-"
+				} else {
+					key = key[:12]
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Stage, e.State, key, e.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	statusCmd.Flags().StringVar(&runID, "run", "", "show this run id instead of the latest")
+
+	for _, c := range []*cobra.Command{runCmd, statusCmd} {
+		config.AddFlags(c.Flags(), "configs/default.yaml")
+		pipelineCmd.AddCommand(c)
+	}
+	rootCmd.AddCommand(pipelineCmd)
+}
+
+func loadPipelineConfig(cmd *cobra.Command) (config.Config, string, error) {
+	path, _ := cmd.Flags().GetString(config.ConfigFlag)
+	cfg, err := config.Load(path, cmd.Flags())
+	return cfg, path, err
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
