@@ -52,11 +52,7 @@ test-all:
 ## pipeline: the main job, with $(CONFIG)
 pipeline: setup build
 	bin/schedrl doctor
-	@if bin/schedrl pipeline --help >/dev/null 2>&1; then \
-		bin/schedrl pipeline run --config $(CONFIG); \
-	else \
-		echo "pipeline: 'schedrl pipeline' does not exist yet; ran doctor only"; \
-	fi
+	bin/schedrl pipeline run --config $(CONFIG) $(PIPELINE_FLAGS)
 
 ## bench: Go benchmarks of every package, then scripts/bench.d/*.sh
 bench: torch
@@ -69,6 +65,7 @@ lint: torch
 	$(TORCH_ENV) $(GO) vet ./...
 	CGO_ENABLED=0 GOWORK=off $(GO) vet $$(bash scripts/check-boundaries.sh --print-nocgo)
 	bash scripts/check-boundaries.sh
+	SETUP_ONLY=50 bash scripts/setup.sh && .deps/bin/actionlint .github/workflows/*.yml
 
 ## env: the environment for running go commands on libtorch packages by hand
 env:
