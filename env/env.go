@@ -10,7 +10,11 @@
 // target) expose them as stages of the same interface.
 package env
 
-import "github.com/schedrl/schedrl/sim"
+import (
+	"fmt"
+
+	"github.com/schedrl/schedrl/sim"
+)
 
 // Spec describes an environment's observation layout.
 type Spec struct {
@@ -66,4 +70,13 @@ func grow[T any](buf []T, n int) []T {
 		return make([]T, n)
 	}
 	return buf[:n]
+}
+
+// SpecOf returns the observation layout of a named environment.
+func SpecOf(name string) (Spec, error) {
+	switch name {
+	case PlacementName:
+		return placementSpec, nil
+	}
+	return Spec{}, fmt.Errorf("unknown environment %q (have %s)", name, PlacementName)
 }
