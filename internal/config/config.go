@@ -9,8 +9,11 @@
 //	func (c SimConfig) Validate() error // first invalid field, named by its key: "nodes: must be > 0, got -3"
 //
 // Keys come from `mapstructure` tags (use the same name in the `yaml` tag); a field tagged
-// `secret:"true"` is printed as "***" by Show.
+// `secret:"true"` is printed as "***" by Show. A section that points at network services also
+// implements `Endpoints() []Endpoint`, so `schedrl doctor` checks they can be reached.
 package config
+
+import "reflect"
 
 // Config is the whole effective configuration; one field per stage section.
 type Config struct {
@@ -28,4 +31,22 @@ type Config struct {
 type Section interface {
 	SetDefaults()
 	Validate() error
+}
+
+// Endpoint is a service a section is configured to use: a URL (http, https, s3, tcp) or
+// host:port, or a local path for file-based stores.
+type Endpoint struct {
+	Name string // "registry.store", "registry.tracking"
+	URL  string
+}
+
+// Endpoints lists the configured services of every section that declares some.
+func (c Config) Endpoints() []Endpoint {
+	var out []Endpoint
+	forEachSection(&c, func(_ string, s reflect.Value) {
+		if e, ok := s.Interface().(interface{ Endpoints() []Endpoint }); ok {
+			out = append(out, e.Endpoints()...)
+		}
+	})
+	return out
 }

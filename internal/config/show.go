@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 
@@ -17,7 +18,13 @@ func Show(cfg Config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return yaml.Marshal(n)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), enc.Close()
 }
 
 func yamlNode(v reflect.Value) (*yaml.Node, error) {

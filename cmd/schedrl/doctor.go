@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/reach"
+	"github.com/schedrl/schedrl/nn"
+)
+
+func init() {
+	var strict bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check libtorch, gotch, CUDA and the configured services",
+		Long: "Loads libtorch and runs a tensor operation, reports its version and path, the gotch\n" +
+			"version and link variant, CUDA devices, and whether each service the config names\n" +
+			"answers. Fails when libtorch does not work (or, with --strict, a service is down).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString(config.ConfigFlag)
+			cfg, err := config.Load(path, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "schedrl\t%s (%s)\n", version, buildRevision())
+			rt, probeErr := nn.Probe()
+			fmt.Fprintf(w, "libtorch\t%s\n", orMissing(rt.LibtorchVersion))
+			fmt.Fprintf(w, "libtorch path\t%s\n", orMissing(rt.LibtorchPath))
+			fmt.Fprintf(w, "gotch\t%s, %s variant\n", rt.GotchVersion, rt.Variant)
+			fmt.Fprintf(w, "cpu threads\t%d\n", rt.Threads)
+			fmt.Fprintf(w, "cuda\tavailable=%t devices=%d\n", rt.CUDAAvailable, rt.CUDADevices)
+			dev := "none"
+			if probeErr == nil {
+				if d, err := nn.Device(cfg.Device); err != nil {
+					dev = "error: " + err.Error()
+				} else {
+					dev = fmt.Sprintf("%s (device.name=%s)", deviceName(d.IsCuda(), d.Value), cfg.Device.Name)
+				}
+			}
+			fmt.Fprintf(w, "device\t%s\n", dev)
+			var down []error
+			for _, e := range cfg.Endpoints() {
+				ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+				err := reach.Check(ctx, e.URL)
+				cancel()
+				status := "reachable"
+				if err != nil {
+					status = "UNREACHABLE: " + err.Error()
+					down = append(down, fmt.Errorf("%s %s: %w", e.Name, e.URL, err))
+				}
+				fmt.Fprintf(w, "%s\t%s %s\n", e.Name, e.URL, status)
+			}
+			if len(cfg.Endpoints()) == 0 {
+				fmt.Fprintf(w, "services\tnone configured\n")
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if probeErr != nil {
+				return fmt.Errorf("libtorch does not work: %w", probeErr)
+			}
+			if strict && len(down) > 0 {
+				return errors.Join(down...)
+			}
+			return nil
+		},
+	}
+	config.AddFlags(cmd.Flags(), "")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail when a configured service is unreachable")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Second, "time allowed to each service check")
+	rootCmd.AddCommand(cmd)
+}
+
+func orMissing(s string) string {
+	if s == "" {
+		return "(not found)"
+	}
+	return s
+}
+
+func deviceName(cuda bool, ordinal int) string {
+	if cuda {
+		return fmt.Sprintf("cuda:%d", ordinal)
+	}
+	return "cpu"
+}
