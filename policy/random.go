@@ -6,8 +6,9 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-// Random places a task on a feasible node drawn uniformly with the caller's generator
-// (best-fit GPUs there). Its score is 0 for every choice.
+// Random places a task on a feasible node drawn uniformly with the caller's generator; a
+// GPU-sharing task goes to a GPU drawn uniformly among those with room (as the paper runs
+// Random), whole GPUs are the lowest-indexed free ones. Its score is 0 for every choice.
 func init() {
 	registerPlacer("random", func() Placer { return &random{} })
 }
@@ -24,6 +25,16 @@ func (p *random) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, 
 		return sim.Choice{}, false
 	}
 	i := p.buf[rng.IntN(len(p.buf))]
-	gpus, _ := c.TightestGPUs(t, i)
-	return sim.Choice{Node: i, GPUs: gpus}, true
+	if !t.Sharing() {
+		gpus, _ := c.TightestGPUs(t, i)
+		return sim.Choice{Node: i, GPUs: gpus}, true
+	}
+	f := c.Free(i)
+	var room []int
+	for g := 0; g < f.GPUs; g++ {
+		if f.GPU[g] >= t.GPUMilli {
+			room = append(room, g)
+		}
+	}
+	return sim.Choice{Node: i, GPUs: sim.NewGPUSet(room[rng.IntN(len(room))])}, true
 }

@@ -13,20 +13,22 @@ import (
 
 var (
 	nodeColumns = []string{"sn", "cpu_milli", "memory_mib", "gpu", "model"}
-	taskColumns = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec",
-		"qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"}
+	// Task lists always have the first five columns; the multigpu samples stop there.
+	taskColumns         = []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}
+	taskOptionalColumns = []string{"gpu_spec", "qos", "pod_phase", "creation_time", "deletion_time", "scheduled_time"}
 )
 
-// csvTable reads a CSV whose header must equal want; each row is handed to row with a field
-// accessor. Errors name file:line:column and the column.
+// csvTable reads a CSV whose header has every required column and otherwise only optional
+// ones, in any order. Errors name file:line:column and the column.
 type csvTable struct {
 	path string
-	want []string
+	head []string
+	idx  map[string]int
 	r    *csv.Reader
 	rec  []string
 }
 
-func openTable(path string, want []string, body func(t *csvTable) error) error {
+func openTable(path string, required, optional []string, body func(t *csvTable) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -35,28 +37,29 @@ func openTable(path string, want []string, body func(t *csvTable) error) error {
 	r := csv.NewReader(f)
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
-	t := &csvTable{path: path, want: want, r: r}
 	head, err := r.Read()
 	if errors.Is(err, io.EOF) {
-		return fmt.Errorf("%s:1: empty file, want header %s", path, strings.Join(want, ","))
+		return fmt.Errorf("%s:1: empty file, want header %s", path, strings.Join(required, ","))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	head = slices.Clone(head)
-	if len(head) > 0 {
-		head[0] = strings.TrimPrefix(head[0], "\ufeff")
-	}
-	for i, w := range want {
-		if i >= len(head) {
-			return fmt.Errorf("%s:1:%d: missing column %q (header has %d columns, want %s)", path, i+1, w, len(head), strings.Join(want, ","))
+	t := &csvTable{path: path, idx: map[string]int{}, r: r}
+	for i, h := range head {
+		h = strings.TrimSpace(strings.TrimPrefix(h, "\ufeff"))
+		if !slices.Contains(required, h) && !slices.Contains(optional, h) {
+			return fmt.Errorf("%s:1:%d: extra column %q (want %s, optionally %s)", path, i+1, h, strings.Join(required, ","), strings.Join(optional, ","))
 		}
-		if strings.TrimSpace(head[i]) != w {
-			return fmt.Errorf("%s:1:%d: column %q, want %q", path, i+1, head[i], w)
+		if _, dup := t.idx[h]; dup {
+			return fmt.Errorf("%s:1:%d: column %q repeated", path, i+1, h)
 		}
+		t.idx[h] = i
+		t.head = append(t.head, h)
 	}
-	if len(head) > len(want) {
-		return fmt.Errorf("%s:1:%d: extra column %q (want %s)", path, len(want)+1, head[len(want)], strings.Join(want, ","))
+	for _, w := range required {
+		if _, ok := t.idx[w]; !ok {
+			return fmt.Errorf("%s:1: missing column %q (header %s, want %s)", path, w, strings.Join(t.head, ","), strings.Join(required, ","))
+		}
 	}
 	return body(t)
 }
@@ -71,27 +74,38 @@ func (t *csvTable) next() (bool, error) {
 		return false, fmt.Errorf("%s: %w", t.path, err)
 	}
 	t.rec = rec
-	if len(rec) != len(t.want) {
+	if len(rec) != len(t.head) {
 		line, _ := t.r.FieldPos(0)
 		what := "missing"
-		if len(rec) > len(t.want) {
+		if len(rec) > len(t.head) {
 			what = "extra"
 		}
-		return false, fmt.Errorf("%s:%d: %s columns: %d fields, want %d (%s)", t.path, line, what, len(rec), len(t.want), strings.Join(t.want, ","))
+		return false, fmt.Errorf("%s:%d: %s columns: %d fields, header has %d (%s)", t.path, line, what, len(rec), len(t.head), strings.Join(t.head, ","))
 	}
 	return true, nil
 }
 
-// errf formats an error at field col of the current row.
-func (t *csvTable) errf(col int, format string, args ...any) error {
-	line, column := t.r.FieldPos(col)
-	return fmt.Errorf("%s:%d:%d (%s): %s", t.path, line, column, t.want[col], fmt.Sprintf(format, args...))
+// has reports whether the file has the named column.
+func (t *csvTable) has(col string) bool { _, ok := t.idx[col]; return ok }
+
+// errf formats an error at the named column of the current row.
+func (t *csvTable) errf(col string, format string, args ...any) error {
+	line, column := t.r.FieldPos(t.idx[col])
+	return fmt.Errorf("%s:%d:%d (%s): %s", t.path, line, column, col, fmt.Sprintf(format, args...))
 }
 
-func (t *csvTable) str(col int) string { return strings.TrimSpace(t.rec[col]) }
+// str is the named column's trimmed value ("" when the file lacks the column).
+func (t *csvTable) str(col string) string {
+	i, ok := t.idx[col]
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(t.rec[i])
+}
 
-// int reads a non-negative integer; empty is allowed only when empty >= 0 is given as default.
-func (t *csvTable) int(col int, empty int64) (int64, error) {
+// int reads a non-negative integer; an empty (or absent) field gives empty when empty >= 0
+// and is an error otherwise.
+func (t *csvTable) int(col string, empty int64) (int64, error) {
 	s := t.str(col)
 	if s == "" && empty >= 0 {
 		return empty, nil
@@ -113,36 +127,36 @@ func (t *csvTable) line() int { l, _ := t.r.FieldPos(0); return l }
 func LoadNodes(path string) ([]Node, error) {
 	var nodes []Node
 	seen := map[string]int{}
-	err := openTable(path, nodeColumns, func(t *csvTable) error {
+	err := openTable(path, nodeColumns, nil, func(t *csvTable) error {
 		for {
 			ok, err := t.next()
 			if !ok || err != nil {
 				return err
 			}
-			n := Node{Name: t.str(0), GPUType: t.str(4)}
+			n := Node{Name: t.str("sn"), GPUType: t.str("model")}
 			if n.Name == "" {
-				return t.errf(0, "empty node name")
+				return t.errf("sn", "empty node name")
 			}
 			if prev, dup := seen[n.Name]; dup {
-				return t.errf(0, "duplicate node name %q (first on line %d)", n.Name, prev)
+				return t.errf("sn", "duplicate node name %q (first on line %d)", n.Name, prev)
 			}
 			seen[n.Name] = t.line()
-			if n.CPU, err = t.int(1, -1); err != nil {
+			if n.CPU, err = t.int("cpu_milli", -1); err != nil {
 				return err
 			}
-			if n.Mem, err = t.int(2, -1); err != nil {
+			if n.Mem, err = t.int("memory_mib", -1); err != nil {
 				return err
 			}
-			g, err := t.int(3, -1)
+			g, err := t.int("gpu", -1)
 			if err != nil {
 				return err
 			}
 			if g > MaxGPUsPerNode {
-				return t.errf(3, "%d GPUs, at most %d", g, MaxGPUsPerNode)
+				return t.errf("gpu", "%d GPUs, at most %d", g, MaxGPUsPerNode)
 			}
 			n.GPUs = int(g)
 			if n.GPUs > 0 && n.GPUType == "" {
-				return t.errf(4, "empty GPU model on a node with %d GPUs", n.GPUs)
+				return t.errf("model", "empty GPU model on a node with %d GPUs", n.GPUs)
 			}
 			nodes = append(nodes, n)
 		}
@@ -160,7 +174,7 @@ func LoadNodes(path string) ([]Node, error) {
 func LoadTasks(path string) ([]Task, error) {
 	var tasks []Task
 	seen := map[string]int{}
-	err := openTable(path, taskColumns, func(t *csvTable) error {
+	err := openTable(path, taskColumns, taskOptionalColumns, func(t *csvTable) error {
 		for {
 			ok, err := t.next()
 			if !ok || err != nil {
@@ -171,7 +185,7 @@ func LoadTasks(path string) ([]Task, error) {
 				return err
 			}
 			if prev, dup := seen[task.Name]; dup {
-				return t.errf(0, "duplicate task name %q (first on line %d)", task.Name, prev)
+				return t.errf("name", "duplicate task name %q (first on line %d)", task.Name, prev)
 			}
 			seen[task.Name] = t.line()
 			tasks = append(tasks, task)
@@ -187,51 +201,55 @@ func LoadTasks(path string) ([]Task, error) {
 }
 
 func parseTask(t *csvTable) (Task, error) {
-	task := Task{Name: t.str(0)}
+	task := Task{Name: t.str("name"), Deletion: -1}
 	var err error
 	if task.Name == "" {
-		return task, t.errf(0, "empty task name")
+		return task, t.errf("name", "empty task name")
 	}
-	if task.CPU, err = t.int(1, -1); err != nil {
+	if task.CPU, err = t.int("cpu_milli", -1); err != nil {
 		return task, err
 	}
-	if task.Mem, err = t.int(2, -1); err != nil {
+	if task.Mem, err = t.int("memory_mib", -1); err != nil {
 		return task, err
 	}
-	n, err := t.int(3, -1)
+	n, err := t.int("num_gpu", -1)
 	if err != nil {
 		return task, err
 	}
 	if n > MaxGPUsPerNode {
-		return task, t.errf(3, "num_gpu %d outside 0..%d", n, MaxGPUsPerNode)
+		return task, t.errf("num_gpu", "num_gpu %d outside 0..%d", n, MaxGPUsPerNode)
 	}
 	task.NumGPU = int(n)
-	if task.GPUMilli, err = t.int(4, -1); err != nil {
+	if task.GPUMilli, err = t.int("gpu_milli", -1); err != nil {
 		return task, err
 	}
 	switch {
 	case task.NumGPU == 0 && task.GPUMilli != 0:
-		return task, t.errf(4, "gpu_milli %d on a CPU-only task (num_gpu 0), want 0", task.GPUMilli)
+		return task, t.errf("gpu_milli", "gpu_milli %d on a CPU-only task (num_gpu 0), want 0", task.GPUMilli)
 	case task.NumGPU > 0 && (task.GPUMilli < 1 || task.GPUMilli > MilliPerGPU):
-		return task, t.errf(4, "gpu_milli %d outside 1..%d for a GPU task", task.GPUMilli, MilliPerGPU)
+		return task, t.errf("gpu_milli", "gpu_milli %d outside 1..%d for a GPU task", task.GPUMilli, MilliPerGPU)
 	case task.NumGPU > 1 && task.GPUMilli != MilliPerGPU:
-		return task, t.errf(4, "whole-GPU task (num_gpu %d) with gpu_milli %d, want %d", task.NumGPU, task.GPUMilli, MilliPerGPU)
+		return task, t.errf("gpu_milli", "whole-GPU task (num_gpu %d) with gpu_milli %d, want %d", task.NumGPU, task.GPUMilli, MilliPerGPU)
 	}
-	for _, typ := range strings.Split(t.str(5), "|") {
+	for _, typ := range strings.Split(t.str("gpu_spec"), "|") {
 		if typ = strings.TrimSpace(typ); typ != "" && !slices.Contains(task.GPUTypes, typ) {
 			task.GPUTypes = append(task.GPUTypes, typ)
 		}
 	}
-	if task.Creation, err = t.int(8, -1); err != nil {
-		return task, err
+	if t.has("creation_time") {
+		if task.Creation, err = t.int("creation_time", -1); err != nil {
+			return task, err
+		}
 	}
-	if task.Deletion, err = t.int(9, -1); err != nil {
-		return task, err
+	if t.has("deletion_time") {
+		if task.Deletion, err = t.int("deletion_time", -1); err != nil {
+			return task, err
+		}
+		if task.Deletion < task.Creation {
+			return task, t.errf("deletion_time", "deletion_time %d before creation_time %d", task.Deletion, task.Creation)
+		}
 	}
-	if task.Deletion < task.Creation {
-		return task, t.errf(9, "deletion_time %d before creation_time %d", task.Deletion, task.Creation)
-	}
-	if _, err = t.int(10, 0); err != nil {
+	if _, err = t.int("scheduled_time", 0); err != nil {
 		return task, err
 	}
 	return task, nil
