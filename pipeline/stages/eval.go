@@ -42,10 +42,12 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if d.ResolvePolicy == nil {
 		return unavailable("eval", "this build cannot load checkpoints (no policy resolver)"), nil
 	}
+	// The current champion runs on the same workloads as the candidate, so the gate compares
+	// like with like; its version is in the key, so a new champion means a new evaluation.
 	champion := ""
-	if d.Champion != nil {
+	if d.Registry != nil {
 		var err error
-		if champion, err = d.Champion(cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias); err != nil {
+		if champion, err = d.Registry.Lookup(context.Background(), cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias); err != nil {
 			return nil, fmt.Errorf("eval: look up %s@%s: %w", cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias, err)
 		}
 	}
@@ -108,6 +110,7 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	return res, nil
 }
 
+// traceName is the name eval reports a trace under ("default" for openb_pod_list_default.csv).
 func traceName(ec config.EvalConfig, t string) string {
 	ref, _ := eval.ParseTraceRef(t, ec.TracesDir)
 	return ref.Name

@@ -19,8 +19,10 @@ import (
 type Deps struct {
 	// ResolvePolicy resolves eval policy references, checkpoints included.
 	ResolvePolicy eval.Resolver
-	// Champion returns the registry reference (MODEL@VERSION) that holds alias, "" if none.
-	Champion func(model, alias string) (string, error)
+	// Registry publishes and promotes versions; nil makes publish unavailable.
+	Registry Registry
+	// Pretrain and Finetune run the training stages; nil makes them unavailable.
+	Pretrain, Finetune *Trainer
 }
 
 // Build returns the pipeline cfg.Pipeline.Stages selects. A stage whose package has not landed
@@ -49,16 +51,16 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 		return newLogs(cfg)
 	case "datasets":
 		return newDatasets(cfg), nil
+	case "pretrain":
+		return newTrain("pretrain", d.Pretrain), nil
+	case "finetune":
+		return newTrain("finetune", d.Finetune), nil
 	case "eval":
 		return newEval(cfg, d)
+	case "publish":
+		return newPublish(cfg, d.Registry)
 	}
-	return unavailable(name, "package "+packageOf[name]+" has no pipeline entry point yet"), nil
-}
-
-// packageOf names the package behind each stage, for the "not available yet" message.
-var packageOf = map[string]string{
-	"logs": "sim", "datasets": "datasets", "pretrain": "pretrain",
-	"finetune": "finetune", "eval": "eval", "publish": "registry",
+	return nil, fmt.Errorf("unknown stage %q", name)
 }
 
 func unavailable(name, reason string) pipeline.Unavailable {

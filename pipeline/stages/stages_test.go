@@ -27,6 +27,7 @@ func testConfig(t *testing.T) config.Config {
 	cfg.Pipeline.Stages = []string{"logs", "datasets"}
 	cfg.Pipeline.LogSeeds = "42-43"
 	cfg.Datasets.ValFraction = 0.5
+	cfg.Eval.TracesDir = tracesDir
 	return cfg
 }
 
@@ -114,6 +115,16 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 		{"missing trace", func(c *config.Config) { c.Sim.Pods = "nope.csv" }, "sim.pods: open nope.csv"},
 		{"given logs match nothing", func(c *config.Config) { c.Datasets.Logs = "/nonexistent/*.jsonl" }, "matches no file"},
 		{"stage list", func(c *config.Config) { c.Pipeline.Stages = []string{"datasets"} }, `"datasets" reads "logs"`},
+		{"gate workload not evaluated", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Pipeline.Gate.Workloads = []string{"gpushare80"}
+		},
+			`pipeline.gate.workloads[0]: "gpushare80" is not one of eval.traces`},
+		{"gate baseline not evaluated", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Eval.Policies = []string{"bestfit"}
+		},
+			`pipeline.gate.baselines[0]: "fgd" is not one of eval.policies [bestfit]`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
