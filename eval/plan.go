@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -238,6 +239,7 @@ func newProgress(total int, bar bool, log *slog.Logger) *progress {
 	p := &progress{log: log, of: total}
 	if bar {
 		p.bar = progressbar.NewOptions(total, progressbar.OptionSetDescription("eval"),
+			progressbar.OptionSetWriter(os.Stderr), // stdout carries the command's result
 			progressbar.OptionShowCount(), progressbar.OptionSetPredictTime(true),
 			progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
 	}
