@@ -21,6 +21,8 @@ type Config struct {
 	Device   DeviceConfig   `mapstructure:"device" yaml:"device"`
 	Sim      SimConfig      `mapstructure:"sim" yaml:"sim"`
 	Datasets DatasetsConfig `mapstructure:"datasets" yaml:"datasets"`
+	Network  NetworkConfig  `mapstructure:"network" yaml:"network"`
+	Pretrain PretrainConfig `mapstructure:"pretrain" yaml:"pretrain"`
 	Finetune FinetuneConfig `mapstructure:"finetune" yaml:"finetune"`
 	Eval     EvalConfig     `mapstructure:"eval" yaml:"eval"`
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
