@@ -24,7 +24,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-.PHONY: setup torch build test test-nocgo test-all pipeline bench lint env clean
+.PHONY: setup torch build test test-nocgo test-all pipeline bench lint env clean fidelity
 
 ## setup: everything the build and tests need (scripts/setup.d/*.sh in order; idempotent)
 setup:
@@ -58,6 +58,10 @@ pipeline: setup build
 bench: torch
 	$(TORCH_ENV) $(GO) test -run '^$$' -bench . -benchmem ./...
 	for f in scripts/bench.d/*.sh; do [[ -e "$$f" ]] || continue; echo "== $$f"; bash "$$f"; done
+
+## fidelity: simulator + heuristics vs the FGD paper's table (6 policies x seeds 42..51)
+fidelity:
+	CGO_ENABLED=0 GOWORK=off $(GO) run ./scripts/fidelity
 
 ## lint: gofmt, go vet (with and without cgo), the package boundary
 lint: torch

@@ -28,16 +28,13 @@ func (c *Cluster) Fits(t Task, ch Choice) error {
 	if t.NumGPU == 0 {
 		return nil
 	}
+	if int(ch.GPUs) >= 1<<uint(n.GPUs) {
+		return fmt.Errorf("node %s: GPU set %v includes a GPU that does not exist (node has %d)", n.Name, ch.GPUs, n.GPUs)
+	}
 	if !c.Allowed(t, ch.Node) {
 		return fmt.Errorf("node %s: GPU type %q not allowed (task allows %s)", n.Name, n.GPUType, t.Spec())
 	}
-	for g := 0; g < MaxGPUsPerNode; g++ {
-		if !ch.GPUs.Has(g) {
-			continue
-		}
-		if g >= n.GPUs {
-			return fmt.Errorf("node %s: GPU %d does not exist (node has %d)", n.Name, g, n.GPUs)
-		}
+	for _, g := range ch.GPUs.Indices() {
 		if int64(s.gpuFree[g]) < t.GPUMilli {
 			return fmt.Errorf("node %s: GPU %d has %d milli free, task needs %d", n.Name, g, s.gpuFree[g], t.GPUMilli)
 		}
