@@ -1,6 +1,8 @@
 package config
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -71,5 +73,29 @@ func TestEvalConfigValidate(t *testing.T) {
 				t.Fatalf("Validate() = %v, want an error starting %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+func TestLoadEvalSection(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	yaml := "eval:\n  policies: [fgd, \"ckpt:runs/bc\"]\n  traces: [default]\n  seeds: 49-51\n  tune: 1.2\n  paper_overlay: false\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Eval
+	if !slices.Equal(e.Policies, []string{"fgd", "ckpt:runs/bc"}) || e.Seeds != "49-51" || e.Tune != 1.2 ||
+		e.PaperOverlay || e.Out != "runs/eval" {
+		t.Fatalf("eval section = %+v", e)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("eval:\n  seeds: 53-49\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(bad, nil); err == nil || !strings.Contains(err.Error(), "eval.seeds") {
+		t.Fatalf("bad seeds: %v, want an error naming eval.seeds", err)
 	}
 }
