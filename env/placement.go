@@ -51,11 +51,13 @@ type Placement struct {
 	arrived int64
 	pending bool
 
-	nFeasible int
-	feasible  []bool
-	allowed   []bool
-	best      []sim.GPUSet
-	delta     []float64 // fragment change (milli) of the best choice per feasible node
+	nFeasible   int
+	feasibleIdx []int
+	scored      bool // best and delta are filled for the pending task
+	feasible    []bool
+	allowed     []bool
+	best        []sim.GPUSet
+	delta       []float64 // fragment change (milli) of the best choice per feasible node
 
 	shape  int32 // interned fragment-relevant shape of the task
 	shapes map[shapeKey]int32
@@ -130,23 +132,32 @@ func (p *Placement) Present(t sim.Task, arrived int64) int {
 	if len(p.cache) > cacheLimit {
 		clear(p.cache)
 	}
-	p.nFeasible = 0
-	for i := range p.feasible {
-		p.allowed[i] = p.c.Allowed(t, i)
-		p.feasible[i] = false
-		p.delta[i] = 0
-		if !p.allowed[i] {
-			continue
-		}
-		s, ok := p.score(i)
-		if !ok {
-			continue
-		}
-		p.feasible[i], p.best[i], p.delta[i] = true, s.gpus, s.delta
-		p.nFeasible++
+	p.feasibleIdx = p.c.FeasibleNodes(t, p.feasibleIdx[:0])
+	clear(p.feasible)
+	for _, i := range p.feasibleIdx {
+		p.feasible[i] = true
 	}
+	p.nFeasible = len(p.feasibleIdx)
+	p.scored = false
 	p.pending = p.nFeasible > 0
 	return p.nFeasible
+}
+
+// scoreAll fills the type check and best GPU choice of every feasible node; Present leaves it for Observe so
+// that replaying a log (which needs only masks and rewards) stays cheap.
+func (p *Placement) scoreAll() {
+	if p.scored {
+		return
+	}
+	p.scored = true
+	for i := range p.allowed {
+		p.allowed[i] = p.c.Allowed(p.task, i)
+	}
+	clear(p.delta)
+	for _, i := range p.feasibleIdx {
+		s, _ := p.score(i)
+		p.best[i], p.delta[i] = s.gpus, s.delta
+	}
 }
 
 // score finds node i's least-fragmenting GPU choice for the pending task, cached per node
@@ -183,6 +194,7 @@ func (p *Placement) Mask(i int) bool { return p.feasible[i] }
 
 // Observe encodes the pending decision.
 func (p *Placement) Observe(obs *Observation) {
+	p.scoreAll()
 	c, t := p.c, p.task
 	n, nf := c.NumNodes(), len(placementSpec.Node)
 	obs.Stage, obs.NumNodes = 0, n
@@ -278,7 +290,8 @@ func (p *Placement) Choice(a Action) (sim.Choice, error) {
 	}
 	ch := sim.Choice{Node: i, GPUs: a.GPUs}
 	if a.GPUs == 0 && p.task.NumGPU > 0 && p.feasible[i] {
-		ch.GPUs = p.best[i]
+		s, _ := p.score(i)
+		ch.GPUs = s.gpus
 	}
 	if err := p.c.Fits(p.task, ch); err != nil {
 		return sim.Choice{}, fmt.Errorf("task %q: %w", p.task.Name, err)

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/datasets"
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+)
+
+func init() {
+	cmd := &cobra.Command{
+		Use:   "datasets",
+		Short: "Turn decision logs into Parquet transition datasets and inspect them",
+	}
+	cmd.AddCommand(datasetsBuildCmd(), datasetsInspectCmd())
+	rootCmd.AddCommand(cmd)
+}
+
+func datasetsBuildCmd() *cobra.Command {
+	var (
+		logs, envName, out, nodes string
+		valFraction               float64
+		force                     bool
+		workers, shardRows        int
+	)
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Replay decision logs through the simulator into train/val Parquet shards + manifest.json",
+		Long: "Replays every log matching --logs (JSON lines, docs/decision-log.md), checks each logged\n" +
+			"decision against the simulator, and writes DIR/train/*.parquet, DIR/val/*.parquet and\n" +
+			"DIR/manifest.json through a temporary directory (see docs/datasets.md). Flags override the\n" +
+			"config's datasets section.",
+		Example: "  schedrl datasets build --logs 'runs/logs/*.jsonl' --env placement --out runs/ds --val-fraction 0.2",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, _ := cmd.Flags().GetString(config.ConfigFlag)
+			cfg, err := config.Load(path, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			dc := cfg.Datasets
+			f := cmd.Flags()
+			for name, apply := range map[string]func(){
+				"logs": func() { dc.Logs = logs }, "env": func() { dc.Env = envName }, "out": func() { dc.Out = out },
+				"val-fraction": func() { dc.ValFraction = valFraction }, "force": func() { dc.Force = force },
+				"workers": func() { dc.Workers = workers }, "shard-rows": func() { dc.ShardRows = shardRows },
+			} {
+				if f.Changed(name) {
+					apply()
+				}
+			}
+			if err := dc.Validate(); err != nil {
+				return fmt.Errorf("datasets: %w", err)
+			}
+			if dc.Logs == "" || dc.Out == "" {
+				return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
+			}
+			m, stats, err := datasets.Build(datasets.BuildOptions{
+				Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: nodes,
+				ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
+				Workers: dc.Workers, Gamma: dc.Gamma,
+				EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},
+			})
+			if err != nil {
+				return err
+			}
+			secs := stats.Elapsed.Seconds()
+			slog.Info("datasets: built", "out", dc.Out, "rows", m.Rows, "episodes", len(m.Episodes),
+				"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
+				"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
+				"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&logs, "logs", "", "glob of decision logs, e.g. 'runs/logs/*.jsonl'")
+	f.StringVar(&envName, "env", "placement", "environment: placement")
+	f.StringVar(&out, "out", "", "dataset directory to write")
+	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
+	f.BoolVar(&force, "force", false, "replace an existing output directory")
+	f.StringVar(&nodes, "nodes", "", "node list CSV every log header must match (optional)")
+	f.IntVar(&workers, "workers", 0, "logs replayed in parallel (0: one per CPU)")
+	f.IntVar(&shardRows, "shard-rows", 100000, "most rows per Parquet shard")
+	config.AddFlags(f, "")
+	return cmd
+}
+
+func datasetsInspectCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "inspect DIR",
+		Short: "Verify a dataset and print its counts, schema, reward and action statistics",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			rep, err := datasets.Inspect(args[0])
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			rep.Print(cmd.OutOrStdout())
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
