@@ -181,6 +181,8 @@ func TestBadReferencesFailBeforeAnyWork(t *testing.T) {
 			[]string{`policy "bestfitt"`, "valid:", "bestfit"}},
 		{"missing checkpoint", func(c *config.EvalConfig) { c.Policies = []string{"fgd", "ckpt:/no/such/ckpt"} },
 			[]string{`policy "ckpt:/no/such/ckpt"`, "/no/such/ckpt"}},
+		{"checkpoint without resolver", func(c *config.EvalConfig) { c.Policies = []string{"ckpt:" + c.TracesDir} },
+			[]string{`policy "ckpt:`, "resolver that loads networks"}},
 		{"registry without resolver", func(c *config.EvalConfig) { c.Policies = []string{"placer@champion"} },
 			[]string{`policy "placer@champion"`, "registry"}},
 		{"policy twice", func(c *config.EvalConfig) { c.Policies = []string{"fgd", "FGD"} },
@@ -302,5 +304,24 @@ func TestScore(t *testing.T) {
 	}
 	if _, err := m.Score("alloc"); err == nil || !strings.Contains(err.Error(), "alloc_gpu_pct_130") {
 		t.Fatalf("unknown metric error = %v, want the valid names", err)
+	}
+}
+
+// A run that fails stops the evaluation, names the run and leaves no report behind.
+func TestRunFailureLeavesNoReport(t *testing.T) {
+	cfg := smallConfig(t)
+	cfg.Policies = []string{"fgd", "ckpt:" + t.TempDir()}
+	resolve := func(ref PolicyRef) (PolicyFactory, error) {
+		if ref.Kind == Checkpoint {
+			return func() (sim.Placer, error) { return nil, fmt.Errorf("network went away") }, nil
+		}
+		return Heuristics(ref)
+	}
+	_, err := Run(context.Background(), cfg, Options{Log: quiet, Resolve: resolve})
+	if err == nil || !strings.Contains(err.Error(), `policy "ckpt:`) || !strings.Contains(err.Error(), "network went away") {
+		t.Fatalf("Run = %v, want the failing run named", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(cfg.Out)); len(entries) != 0 {
+		t.Errorf("a failed evaluation left %v behind", entries)
 	}
 }
