@@ -49,22 +49,22 @@ type Record struct {
 // StageRecord is one stage's line in the run record.
 type StageRecord struct {
 	Name     string     `json:"name"`
-	Key      string     `json:"key,omitempty"`
 	Status   string     `json:"status"`
+	Key      string     `json:"key,omitempty"`
+	Inputs   []string   `json:"inputs,omitempty"`
+	Reason   string     `json:"reason,omitempty"` // why it ran rather than being skipped
 	Forced   bool       `json:"forced,omitempty"`
 	Resumed  bool       `json:"resumed,omitempty"`
 	Started  *time.Time `json:"started,omitempty"`
+	Finished *time.Time `json:"finished,omitempty"`
 	Seconds  float64    `json:"seconds"`
+	BuiltIn  *float64   `json:"built_seconds,omitempty"` // a cached stage: how long building it took
 	Output   *Output    `json:"output,omitempty"`
 	Files    int        `json:"files,omitempty"`
 	Bytes    int64      `json:"bytes,omitempty"`
 	Metric   *Metric    `json:"metric,omitempty"`
 	Note     string     `json:"note,omitempty"`
 	Error    string     `json:"error,omitempty"`
-	Inputs   []string   `json:"inputs,omitempty"`
-	BuiltIn  *float64   `json:"built_seconds,omitempty"` // for a cached stage: how long it took to build
-	Reason   string     `json:"reason,omitempty"`        // why a stage ran rather than being skipped
-	Finished *time.Time `json:"finished,omitempty"`
 }
 
 // RecordPath is where the record of run runID is saved.
