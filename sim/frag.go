@@ -139,3 +139,17 @@ func (c *Cluster) FragDelta(t Task, ch Choice) float64 {
 
 // ClusterFrag is the cluster's fragment in milli-GPU (sum over nodes).
 func (c *Cluster) ClusterFrag() float64 { return c.frag }
+
+// FragWithout is the fragment of a running task's node if the task were removed.
+func (c *Cluster) FragWithout(name string) (float64, bool) {
+	p, ok := c.placed[name]
+	if !ok {
+		return 0, false
+	}
+	s := &c.st[p.Choice.Node]
+	gpu := s.gpuFree
+	for _, g := range p.Choice.GPUs.Indices() {
+		gpu[g] += int32(p.Task.GPUMilli)
+	}
+	return c.fragOf(p.Choice.Node, s.cpuFree+p.Task.CPU, &gpu), true
+}
