@@ -18,14 +18,22 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 				continue
 			}
 			s := series{label: ref.Label(), color: colorOf(i), curve: meanCurve(r.PerSeed)}
-			paperAt130 := math.NaN()
+			paperAlloc, paperFrag := math.NaN(), math.NaN()
 			if c, ok := paper.Lookup(ref, trace, m.Tune); ok {
 				s.paper = &c
-				paperAt130 = c.Point().AllocGPUPct130
+				pt := c.Point()
+				paperAlloc = pt.AllocGPUPct130
+				if pt.FragGPUPct130 != nil {
+					paperFrag = *pt.FragGPUPct130
+				}
 			}
 			ss = append(ss, s)
-			allocBars[trace] = append(allocBars[trace], bar{s.label, s.color, r.AllocGPUPct130, paperAt130})
-			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, r.FragRatioPct130, math.NaN()})
+			allocBars[trace] = append(allocBars[trace], bar{s.label, s.color, r.AllocGPUPct130, paperAlloc})
+			fragPct := r.FragGPU130
+			for _, f := range []*float64{&fragPct.Mean, &fragPct.HalfWidth, &fragPct.Low, &fragPct.High} {
+				*f *= 100 / m.CapacityGPU
+			}
+			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, fragPct, paperFrag})
 		}
 		title := fmt.Sprintf("%s, tune %.2g, mean of %d seeds", trace, m.Tune, len(m.Seeds))
 		alloc := panelSpec{title: title, yLabel: "GPU allocated (% of cluster GPU capacity)",
@@ -52,5 +60,5 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 		return err
 	}
 	return barFigure(filepath.Join(dir, "bars_frag130.png"),
-		"Fragment ratio at 130% arrival (% of idle GPU)", fragBars, m.Traces, 0)
+		"Fragmented GPU at 130% arrival (% of cluster GPU capacity)", fragBars, m.Traces, 0)
 }

@@ -76,7 +76,10 @@ type PaperPoint struct {
 	Policy         string  `json:"policy"`
 	AllocGPUPct100 float64 `json:"alloc_gpu_pct_100"`
 	AllocGPUPct130 float64 `json:"alloc_gpu_pct_130"`
-	Seeds          int     `json:"seeds"`
+	// FragGPUPct130 is the fragmented GPU at 130% in percent of the cluster's GPUs, when the
+	// artifact's fragment table was found.
+	FragGPUPct130 *float64 `json:"frag_gpu_pct_130,omitempty"`
+	Seeds         int      `json:"seeds"`
 }
 
 // Metrics is the whole metrics.json document.

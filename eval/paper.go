@@ -36,7 +36,11 @@ type PaperCurve struct {
 // Point is the paper's headline numbers from the curve.
 func (c PaperCurve) Point() *PaperPoint {
 	at := func(i int) float64 { return c.AllocGPUPct[min(i, len(c.AllocGPUPct)-1)] }
-	return &PaperPoint{Policy: c.Policy, AllocGPUPct100: at(100), AllocGPUPct130: at(130), Seeds: c.Seeds}
+	p := &PaperPoint{Policy: c.Policy, AllocGPUPct100: at(100), AllocGPUPct130: at(130), Seeds: c.Seeds}
+	if len(c.FragGPU) > 130 {
+		p.FragGPUPct130 = &c.FragGPU[130]
+	}
+	return p
 }
 
 // Paper holds the published curves keyed by trace short name, then by our heuristic name.

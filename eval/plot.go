@@ -225,11 +225,12 @@ func barPanel(trace, xLabel string, bars []bar, xMin float64) (*plot.Plot, error
 		sc.Shape, sc.Radius, sc.Color = draw.PyramidGlyph{}, vg.Points(4), color.Black
 		p.Add(sc)
 		p.Legend.Add("paper (ATC'23)", sc)
-		p.Legend.Top = true
+		// The legend goes beside the shorter of the outer bars, where there is room.
+		p.Legend.Top = bars[0].value.Mean <= bars[n-1].value.Mean
 	}
 	p.NominalY(names...)
 	p.X.Min = math.Min(xMin, math.Floor(lo))
-	p.X.Max = math.Ceil(hi + 0.05*(hi-p.X.Min))
+	p.X.Max = math.Ceil(hi + 0.08*(hi-p.X.Min))
 	p.X.Tick.Marker = stepTicks{Step: niceStep(p.X.Max - p.X.Min)}
 	p.Y.Min, p.Y.Max = -0.6, float64(n)-0.4
 	return p, nil

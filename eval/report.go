@@ -38,7 +38,7 @@ func reportBlocks(m *Metrics, labels map[string]string) []block {
 		bs = append(bs, block{heading: "Trace " + trace, table: traceTable(m, trace, labels)},
 			block{image: "alloc_" + trace + ".png"}, block{image: "frag_" + trace + ".png"})
 	}
-	bs = append(bs, block{heading: "GPU allocation and fragmentation at 130% arrival",
+	bs = append(bs, block{heading: "GPU allocated and fragmented at 130% arrival",
 		text: "Bars: mean over seeds; whiskers: 95% confidence interval; triangles: the paper's mean (seeds 42–51)."},
 		block{image: "bars_alloc130.png"}, block{image: "bars_frag130.png"})
 	if t := defragTable(m, labels); t != nil {
@@ -53,23 +53,27 @@ func pm(s Summary, digits int) string {
 
 func traceTable(m *Metrics, trace string, labels map[string]string) [][]string {
 	rows := [][]string{{"policy", "GPU alloc % @100", "paper @100", "GPU alloc % @130", "paper @130",
-		"Δ paper @130", "frag ratio % @130", "failed tasks", "latency p50 / p99 µs"}}
+		"Δ paper @130", "fragmented GPU % @130 (paper)", "failed tasks", "latency p50 / p99 µs"}}
 	for _, pol := range m.Policies {
 		r := m.Find(pol, trace)
 		if r == nil {
 			continue
 		}
 		p100, p130, delta := "—", "—", "—"
+		frag := fmt.Sprintf("%.2f ± %.2f", 100*r.FragGPU130.Mean/m.CapacityGPU, 100*r.FragGPU130.HalfWidth/m.CapacityGPU)
 		if r.Paper != nil {
 			p100, p130 = fmt.Sprintf("%.2f", r.Paper.AllocGPUPct100), fmt.Sprintf("%.2f", r.Paper.AllocGPUPct130)
 			delta = fmt.Sprintf("%+.2f", r.AllocGPUPct130.Mean-r.Paper.AllocGPUPct130)
+			if r.Paper.FragGPUPct130 != nil {
+				frag += fmt.Sprintf(" (%.2f)", *r.Paper.FragGPUPct130)
+			}
 		}
 		var failed []string
 		for _, k := range slices.Sorted(maps.Keys(r.FailedByKind)) {
 			failed = append(failed, fmt.Sprintf("%s %.0f", k, r.FailedByKind[k].Mean))
 		}
 		rows = append(rows, []string{labels[pol], pm(r.AllocGPUPct100, 2), p100, pm(r.AllocGPUPct130, 2),
-			p130, delta, pm(r.FragRatioPct130, 1), strings.Join(failed, ", "),
+			p130, delta, frag, strings.Join(failed, ", "),
 			fmt.Sprintf("%.1f / %.1f", r.LatencyP50Us.Mean, r.LatencyP99Us.Mean)})
 	}
 	return rows
