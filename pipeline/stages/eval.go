@@ -11,6 +11,7 @@ import (
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 )
 
 // evalStage evaluates the pretrained and fine-tuned checkpoints beside the eval section's
@@ -44,12 +45,9 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	}
 	// The current champion runs on the same workloads as the candidate, so the gate compares
 	// like with like; its version is in the key, so a new champion means a new evaluation.
-	champion := ""
-	if d.Registry != nil {
-		var err error
-		if champion, err = d.Registry.Lookup(context.Background(), cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias); err != nil {
-			return nil, fmt.Errorf("eval: look up %s@%s: %w", cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias, err)
-		}
+	champion, err := lookupAlias(d.registry, cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias)
+	if err != nil {
+		return nil, err
 	}
 	files := map[string]string{"nodes": cfg.Eval.Nodes}
 	if cfg.Eval.PaperOverlay {
@@ -131,4 +129,18 @@ func readEvalOutput(dir string) (*eval.Metrics, evalPolicies, error) {
 		return nil, roles, fmt.Errorf("%s: %w", filepath.Join(dir, evalPoliciesFile), err)
 	}
 	return m, roles, nil
+}
+
+// lookupAlias returns the MODEL@N reference holding alias, "" when the model has no such
+// alias (or no versions yet).
+func lookupAlias(reg *registry.Registry, model, alias string) (string, error) {
+	aliases, err := reg.Aliases(context.Background(), model)
+	if err != nil {
+		return "", fmt.Errorf("registry: aliases of %s: %w", model, err)
+	}
+	n, ok := aliases[alias]
+	if !ok {
+		return "", nil
+	}
+	return fmt.Sprintf("%s@%d", model, n), nil
 }

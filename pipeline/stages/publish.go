@@ -4,37 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 )
 
-// Registry is what the publish stage needs from the model registry; the command layer adapts
-// package registry to it.
-type Registry interface {
-	// Store names the object store (for keys and records); it must not contain secrets.
-	Store() string
-	// Lookup returns the reference (MODEL@VERSION) that holds alias, "" when none does.
-	Lookup(ctx context.Context, model, alias string) (string, error)
-	// Publish stores the checkpoint in ckptDir with the eval report in reportDir as a new
-	// version of model, or returns the existing version of the same checkpoint. note is the
-	// gate's decision, kept with the version.
-	Publish(ctx context.Context, model, ckptDir, reportDir, note string) (ref, uri string, err error)
-	// Promote points alias at ref.
-	Promote(ctx context.Context, ref, alias string) error
-}
-
-// publishStage publishes the fine-tuned checkpoint with its eval report and applies the
-// champion gate.
+// publishStage publishes the fine-tuned checkpoint with its eval report as a registry version
+// and applies the champion gate.
 type publishStage struct {
-	reg  Registry
-	gate config.GateConfig
-	key  publishKey
-	m    string
+	reg   *registry.Registry
+	model string
+	gate  config.GateConfig
+	key   publishKey
 }
 
 type publishKey struct {
@@ -45,23 +35,20 @@ type publishKey struct {
 
 // Published is publish.json, the publish stage's output.
 type Published struct {
-	Model    string            `json:"model"`
-	Ref      string            `json:"ref"`
+	Ref      string            `json:"ref"` // MODEL@N
 	URI      string            `json:"uri"`
+	Existing bool              `json:"existing"` // the same checkpoint was already a version
 	Alias    string            `json:"alias"`
-	Promoted bool              `json:"promoted"`
+	Promoted bool              `json:"promoted"` // the version holds Alias after this stage
 	Decision pipeline.Decision `json:"decision"`
 }
 
-func newPublish(cfg config.Config, reg Registry) (pipeline.Stage, error) {
+func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, error) {
 	if err := checkGate(cfg); err != nil {
 		return nil, err
 	}
-	if reg == nil {
-		return unavailable("publish", "this build has no model registry"), nil
-	}
-	return &publishStage{reg: reg, gate: cfg.Pipeline.Gate, m: cfg.Pipeline.Model,
-		key: publishKey{Model: cfg.Pipeline.Model, Store: reg.Store(), Gate: cfg.Pipeline.Gate}}, nil
+	return &publishStage{reg: reg, model: cfg.Pipeline.Model, gate: cfg.Pipeline.Gate,
+		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}}, nil
 }
 
 // checkGate refuses, before any work, a gate that names workloads or baselines the eval stage
@@ -101,18 +88,26 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	}
 	gate := pipeline.Gate{Metric: s.gate.Metric, Margin: s.gate.Margin, Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
-	ref, uri, err := s.reg.Publish(ctx, s.m, env.Inputs["finetune"].Dir, evalDir, d.Reason)
+
+	version, err := os.MkdirTemp("", "schedrl-publish-*")
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	out := Published{Model: s.m, Ref: ref, URI: uri, Alias: s.gate.Alias, Decision: d}
+	defer os.RemoveAll(version)
+	if err := assembleVersion(version, env.Inputs["finetune"].Dir, evalDir, m, roles.Candidate); err != nil {
+		return pipeline.Result{}, err
+	}
+	v, err := s.reg.Publish(ctx, s.model, version)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	out := Published{Ref: v.Ref(), URI: v.URI, Existing: v.Existing, Alias: s.gate.Alias, Decision: d}
 	switch {
-	case ref == roles.Champion:
-		// The same checkpoint was published before and already holds the alias.
-		out.Promoted, out.Decision.Reason = true, "already "+s.gate.Alias
+	case slices.Contains(v.Aliases, s.gate.Alias):
+		out.Promoted, out.Decision.Reason = true, "already "+s.gate.Alias+" (the same checkpoint was published before)"
 	case d.Promote:
-		if err := s.reg.Promote(ctx, ref, s.gate.Alias); err != nil {
-			return pipeline.Result{}, fmt.Errorf("promote %s to %s: %w", ref, s.gate.Alias, err)
+		if _, err := s.reg.Promote(ctx, v.Ref(), s.gate.Alias); err != nil {
+			return pipeline.Result{}, err
 		}
 		out.Promoted = true
 	}
@@ -123,16 +118,66 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	if err := atomicfile.WriteFile(filepath.Join(env.OutDir, "publish.json"), append(data, '\n'), 0o644); err != nil {
 		return pipeline.Result{}, err
 	}
-	note := fmt.Sprintf("%s published without %s: %s", ref, s.gate.Alias, out.Decision.Reason)
+	note := fmt.Sprintf("%s published without %s: %s", out.Ref, s.gate.Alias, out.Decision.Reason)
 	if out.Promoted {
-		note = fmt.Sprintf("%s is %s: %s", ref, s.gate.Alias, out.Decision.Reason)
+		note = fmt.Sprintf("%s is %s: %s", out.Ref, s.gate.Alias, out.Decision.Reason)
 	}
-	env.Log.Info("published", "ref", ref, "uri", uri, "promoted", out.Promoted, "reason", out.Decision.Reason)
+	env.Log.Info("published", "ref", out.Ref, "uri", out.URI, "promoted", out.Promoted, "reason", out.Decision.Reason)
 	res := pipeline.Result{Note: note}
-	if w := s.gate.Workloads[0]; scores[roles.Candidate] != nil {
-		if v, ok := scores[roles.Candidate][w]; ok {
-			res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + w, Value: v}
-		}
+	if v, ok := scores[roles.Candidate][s.gate.Workloads[0]]; ok {
+		res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + s.gate.Workloads[0], Value: v}
 	}
 	return res, nil
+}
+
+// assembleVersion lays out a registry version in dir: the checkpoint's files, the eval
+// report under report/, and the checkpoint's manifest with the candidate's eval metrics added
+// (its creation time kept, so the same checkpoint and eval always give the same digest).
+func assembleVersion(dir, ckptDir, evalDir string, m *eval.Metrics, candidate string) error {
+	man, err := checkpoint.Read(ckptDir)
+	if err != nil {
+		return err
+	}
+	for _, f := range man.Files {
+		dst := filepath.Join(dir, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		if _, err := copyFile(filepath.Join(ckptDir, filepath.FromSlash(f.Path)), dst); err != nil {
+			return err
+		}
+	}
+	if err := copyTree(evalDir, filepath.Join(dir, "report")); err != nil {
+		return err
+	}
+	if man.Metrics == nil {
+		man.Metrics = map[string]float64{}
+	}
+	for _, r := range m.Results {
+		if r.Policy == candidate {
+			man.Metrics["eval_alloc_gpu_pct_100_"+r.Trace] = r.AllocGPUPct100.Mean
+			man.Metrics["eval_alloc_gpu_pct_130_"+r.Trace] = r.AllocGPUPct130.Mean
+			man.Metrics["eval_frag_ratio_pct_130_"+r.Trace] = r.FragRatioPct130.Mean
+		}
+	}
+	_, err = checkpoint.Write(dir, man)
+	return err
+}
+
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		_, err = copyFile(path, target)
+		return err
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 )
 
 // Deps are what the command layer links in: the parts that load networks (libtorch) or talk
@@ -19,10 +20,10 @@ import (
 type Deps struct {
 	// ResolvePolicy resolves eval policy references, checkpoints included.
 	ResolvePolicy eval.Resolver
-	// Registry publishes and promotes versions; nil makes publish unavailable.
-	Registry Registry
 	// Pretrain and Finetune run the training stages; nil makes them unavailable.
 	Pretrain, Finetune *Trainer
+
+	registry *registry.Registry // opened by Build from the registry section
 }
 
 // Build returns the pipeline cfg.Pipeline.Stages selects. A stage whose package has not landed
@@ -30,6 +31,13 @@ type Deps struct {
 func Build(cfg config.Config, d Deps) (*pipeline.Pipeline, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline.%w", err)
+	}
+	if slices.Contains(cfg.Pipeline.Stages, "eval") || slices.Contains(cfg.Pipeline.Stages, "publish") {
+		reg, err := registry.Open(cfg.Registry, nil)
+		if err != nil {
+			return nil, err
+		}
+		d.registry = reg
 	}
 	var list []pipeline.Stage
 	for _, name := range cfg.Pipeline.Stages {
@@ -58,7 +66,7 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	case "eval":
 		return newEval(cfg, d)
 	case "publish":
-		return newPublish(cfg, d.Registry)
+		return newPublish(cfg, d.registry)
 	}
 	return nil, fmt.Errorf("unknown stage %q", name)
 }

@@ -1,0 +1,115 @@
+package stages
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/checkpoint"
+	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
+)
+
+// TestPublishGate publishes into a real file:// registry from a real eval of heuristics. The
+// pipeline-policies.json roles are written by hand, naming heuristics as the candidate and the
+// champion, since checkpoints cannot run without libtorch here; the gate compares rows by name.
+func TestPublishGate(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Registry.Store = "file://" + t.TempDir()
+	cfg.Eval.Policies = []string{"bestfit", "fgd", "packing"}
+	cfg.Eval.Traces = []string{"gpushare40"}
+	cfg.Eval.Nodes = cfg.Sim.Nodes
+	cfg.Eval.Seeds = "49"
+	cfg.Eval.PaperOverlay = false
+	cfg.Eval.Out = filepath.Join(t.TempDir(), "eval")
+	cfg.Pipeline.Gate.Workloads = []string{"gpushare40"}
+	cfg.Pipeline.Gate.Baselines = []string{"bestfit"}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if _, err := eval.Run(context.Background(), cfg.Eval, eval.Options{Log: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.Open(cfg.Registry, quiet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stage, err := newPublish(cfg, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	publish := func(weights, candidate, champion string) (Published, pipeline.Result) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(cfg.Eval.Out, evalPoliciesFile),
+			[]byte(`{"candidate":"`+candidate+`","pretrained":"packing","champion":"`+champion+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ckpt := t.TempDir()
+		if err := os.WriteFile(filepath.Join(ckpt, checkpoint.ModelFile), []byte(weights), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		created := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+		if _, err := checkpoint.Write(ckpt, checkpoint.Manifest{Model: "test-net", Env: "placement", Created: created}); err != nil {
+			t.Fatal(err)
+		}
+		out := t.TempDir()
+		res, err := stage.Run(context.Background(), pipeline.Env{
+			Inputs: map[string]pipeline.Output{"finetune": {Dir: ckpt}, "eval": {Dir: cfg.Eval.Out}},
+			OutDir: out, Log: quiet,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p Published
+		data, err := os.ReadFile(filepath.Join(out, "publish.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(data, &p); err != nil {
+			t.Fatal(err)
+		}
+		return p, res
+	}
+
+	// FGD beats BestFit on this workload; with no champion yet it becomes the champion.
+	p, res := publish("weights-1", "fgd", "")
+	if p.Ref != "placement@1" || !p.Promoted || !strings.Contains(res.Note, "placement@1 is champion") {
+		t.Fatalf("first publish: %+v, note %q", p, res.Note)
+	}
+	// Packing does not beat the champion's row (FGD): published without the alias, reason kept.
+	p, res = publish("weights-2", "packing", "fgd")
+	if p.Ref != "placement@2" || p.Promoted || !strings.Contains(p.Decision.Reason, "vs fgd") {
+		t.Fatalf("second publish: %+v", p)
+	}
+	if !strings.Contains(res.Note, "published without champion") {
+		t.Errorf("note %q", res.Note)
+	}
+	champ, err := reg.Resolve(context.Background(), "placement@champion")
+	if err != nil || champ.Number != 1 {
+		t.Fatalf("champion is %v (%v), want version 1", champ.Ref(), err)
+	}
+	// The version carries the report and the candidate's eval metrics.
+	if _, ok := champ.Manifest.Metrics["eval_alloc_gpu_pct_130_gpushare40"]; !ok {
+		t.Errorf("version metrics %v lack the eval metric", champ.Manifest.Metrics)
+	}
+	// Publishing the first checkpoint again returns version 1, still champion.
+	p, _ = publish("weights-1", "fgd", "")
+	if p.Ref != "placement@1" || !p.Existing || !p.Promoted {
+		t.Errorf("republish: %+v", p)
+	}
+	versions, err := reg.Versions(context.Background(), "placement")
+	if err != nil || len(versions) != 2 {
+		t.Errorf("versions %d (%v), want 2", len(versions), err)
+	}
+	ref, err := lookupAlias(reg, "placement", "champion")
+	if err != nil || ref != "placement@1" {
+		t.Errorf("lookupAlias = %q, %v", ref, err)
+	}
+}
+
