@@ -35,7 +35,9 @@ func init() {
 			if err != nil {
 				return err
 			}
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolvePolicy})
+			resolve, cleanup := policyResolver(cfg, slog.Default())
+			defer cleanup()
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve})
 			if err != nil {
 				return err
 			}
@@ -79,7 +81,9 @@ func init() {
 			} else {
 				fmt.Fprintf(out, "no run recorded under %s yet\n", cfg.Pipeline.Dir)
 			}
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolvePolicy})
+			resolve, cleanup := policyResolver(cfg, slog.Default())
+			defer cleanup()
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve})
 			if err != nil {
 				return err
 			}
