@@ -17,12 +17,6 @@ type nodeState struct {
 	classes [MaxGPUsPerNode + 1]int32
 }
 
-// sameResources reports whether two states hold the same free resources and tasks.
-func (s *nodeState) sameResources(o *nodeState) bool {
-	return s.cpuFree == o.cpuFree && s.memFree == o.memFree && s.gpuFree == o.gpuFree &&
-		s.tasks == o.tasks && s.classes == o.classes
-}
-
 // Placement is a running task and where it runs.
 type Placement struct {
 	Task   Task
@@ -40,6 +34,11 @@ type Cluster struct {
 	st     []nodeState
 	placed map[string]Placement
 	rank   []int32 // tie-break order: lower rank wins among equal scores
+
+	// While snapshots are live, changes to placed are journaled so Restore can undo them.
+	journal []undo
+	live    []uint64 // serials of live snapshots, oldest first
+	serial  uint64
 
 	capCPU, capMem, capGPU    int64
 	usedCPU, usedMem, usedGPU int64
@@ -254,7 +253,7 @@ func (c *Cluster) Place(t Task, ch Choice) error {
 		return fmt.Errorf("place %q: %w", t.Name, err)
 	}
 	c.apply(t, ch, -1)
-	c.placed[t.Name] = Placement{Task: t, Choice: ch}
+	c.setPlacement(t.Name, Placement{Task: t, Choice: ch}, true)
 	return nil
 }
 
@@ -265,7 +264,7 @@ func (c *Cluster) Remove(name string) (Placement, error) {
 		return Placement{}, fmt.Errorf("remove %q: task is not running", name)
 	}
 	c.apply(p.Task, p.Choice, +1)
-	delete(c.placed, name)
+	c.setPlacement(name, Placement{}, false)
 	return p, nil
 }
 
@@ -285,12 +284,15 @@ func (c *Cluster) Migrate(name string, to Choice) error {
 		return fmt.Errorf("migrate %q: %w", name, err)
 	}
 	c.apply(p.Task, to, -1)
-	c.placed[name] = Placement{Task: p.Task, Choice: to}
+	c.setPlacement(name, Placement{Task: p.Task, Choice: to}, true)
 	return nil
 }
 
 // apply adds (sign +1, on removal) or takes (sign -1) the task's resources at ch.
 func (c *Cluster) apply(t Task, ch Choice, sign int64) {
+	if len(c.live) > 0 {
+		c.journal = append(c.journal, undo{node: ch.Node, state: c.st[ch.Node]})
+	}
 	s := &c.st[ch.Node]
 	s.cpuFree += sign * t.CPU
 	s.memFree += sign * t.Mem
@@ -313,39 +315,95 @@ func (c *Cluster) apply(t Task, ch Choice, sign int64) {
 	c.touch(ch.Node)
 }
 
-// Snapshot is a saved cluster state for Restore.
+// undo reverts one change: a node's state (node >= 0) or a placement-map entry.
+type undo struct {
+	node  int
+	state nodeState
+	name  string
+	old   Placement
+	had   bool
+}
+
+// setPlacement changes the placement map, journaling the old value while snapshots are live.
+func (c *Cluster) setPlacement(name string, p Placement, present bool) {
+	if len(c.live) > 0 {
+		old, had := c.placed[name]
+		c.journal = append(c.journal, undo{node: -1, name: name, old: old, had: had})
+	}
+	if present {
+		c.placed[name] = p
+	} else {
+		delete(c.placed, name)
+	}
+}
+
+// Snapshot is a saved cluster state for Restore: a position in the cluster's journal of
+// changes plus the totals, so taking one costs nothing and restoring costs the changes since.
 type Snapshot struct {
-	id                        uint64
-	st                        []nodeState
-	placed                    map[string]Placement
+	id, serial                uint64
+	pos                       int
 	usedCPU, usedMem, usedGPU int64
 	frag                      float64
 }
 
-// Snapshot saves the current state; Restore brings it back.
+// Snapshot saves the current state for Restore. While a snapshot is live (until it, or one
+// taken before it, is restored or discarded) task changes are journaled.
 func (c *Cluster) Snapshot() *Snapshot {
-	return &Snapshot{
-		id: c.id, st: append([]nodeState(nil), c.st...), placed: maps.Clone(c.placed),
-		usedCPU: c.usedCPU, usedMem: c.usedMem, usedGPU: c.usedGPU, frag: c.frag,
-	}
+	c.serial++
+	c.live = append(c.live, c.serial)
+	return &Snapshot{id: c.id, serial: c.serial, pos: len(c.journal),
+		usedCPU: c.usedCPU, usedMem: c.usedMem, usedGPU: c.usedGPU, frag: c.frag}
 }
 
-// Restore returns the cluster to a snapshot taken from it. Nodes whose state differs get new
-// versions.
-func (c *Cluster) Restore(s *Snapshot) error {
+// liveIndex is the snapshot's position among live snapshots, or -1.
+func (c *Cluster) liveIndex(s *Snapshot) int {
 	if s.id != c.id {
-		return fmt.Errorf("restore: snapshot belongs to another cluster")
+		return -1
 	}
-	for i := range c.st {
-		if !c.st[i].sameResources(&s.st[i]) {
-			c.st[i] = s.st[i]
-			c.clock++
-			c.st[i].version = c.clock
+	for k := len(c.live) - 1; k >= 0; k-- {
+		if c.live[k] == s.serial {
+			return k
 		}
 	}
-	c.placed = maps.Clone(s.placed)
+	return -1
+}
+
+// Restore returns the cluster to a live snapshot taken from it; s stays live (restore again
+// at will) and snapshots taken after s are discarded. Restored nodes get new versions.
+func (c *Cluster) Restore(s *Snapshot) error {
+	k := c.liveIndex(s)
+	if k < 0 {
+		return fmt.Errorf("restore: snapshot is from another cluster, or was discarded or superseded by restoring an older one")
+	}
+	for j := len(c.journal) - 1; j >= s.pos; j-- {
+		switch u := &c.journal[j]; {
+		case u.node >= 0:
+			c.st[u.node] = u.state
+			c.clock++
+			c.st[u.node].version = c.clock
+		case u.had:
+			c.placed[u.name] = u.old
+		default:
+			delete(c.placed, u.name)
+		}
+	}
+	c.journal = c.journal[:s.pos]
+	c.live = c.live[:k+1]
 	c.usedCPU, c.usedMem, c.usedGPU, c.frag = s.usedCPU, s.usedMem, s.usedGPU, s.frag
 	return nil
+}
+
+// Discard ends a snapshot (and those taken after it) without restoring; once no snapshot is
+// live the journal is dropped.
+func (c *Cluster) Discard(s *Snapshot) {
+	k := c.liveIndex(s)
+	if k < 0 {
+		return
+	}
+	c.live = c.live[:k]
+	if len(c.live) == 0 {
+		c.journal = c.journal[:0]
+	}
 }
 
 // Clone returns an independent deep copy with a new ID.
@@ -354,5 +412,6 @@ func (c *Cluster) Clone() *Cluster {
 	d.st = append([]nodeState(nil), c.st...)
 	d.placed = maps.Clone(c.placed)
 	d.id = clusterIDs.Add(1)
+	d.journal, d.live = nil, nil
 	return &d
 }

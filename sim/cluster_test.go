@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -97,7 +98,27 @@ func TestConservationUnderRandomOperations(t *testing.T) {
 	c := mustCluster(t, testNodes(), testModel())
 	rng := rand.New(rand.NewPCG(1, 2))
 	var buf []Choice
+	type saved struct {
+		s       *Snapshot
+		m       Metrics
+		running map[string]Placement
+	}
+	var snaps []saved
 	for k := 0; k < 3000; k++ {
+		if rng.IntN(20) == 0 {
+			snaps = append(snaps, saved{c.Snapshot(), c.Metrics(), maps.Clone(c.placed)})
+		}
+		if len(snaps) > 0 && rng.IntN(25) == 0 {
+			j := rng.IntN(len(snaps))
+			if err := c.Restore(snaps[j].s); err != nil {
+				t.Fatal(err)
+			}
+			if c.Metrics() != snaps[j].m || !maps.EqualFunc(c.placed, snaps[j].running, func(a, b Placement) bool { return a.Choice == b.Choice && a.Task.Name == b.Task.Name }) {
+				t.Fatalf("step %d: restore did not bring back the snapshot's state", k)
+			}
+			snaps = snaps[:j+1]
+			checkConservation(t, c)
+		}
 		switch running := c.Placements(); {
 		case len(running) > 0 && rng.IntN(3) == 0:
 			if _, err := c.Remove(running[rng.IntN(len(running))].Task.Name); err != nil {
@@ -156,13 +177,13 @@ func TestInfeasiblePlacementsAreRejected(t *testing.T) {
 			if err := c.Place(Task{Name: "first", NumGPU: 1, GPUMilli: 500}, Choice{Node: 0, GPUs: NewGPUSet(0)}); err != nil {
 				t.Fatal(err)
 			}
-			before := c.Snapshot()
+			before := append([]nodeState(nil), c.st...)
 			err := c.Place(tc.task, tc.ch)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Place = %v, want an error mentioning %q", err, tc.want)
 			}
 			for i := range c.st {
-				if !c.st[i].sameResources(&before.st[i]) || c.st[i].version != before.st[i].version {
+				if c.st[i] != before[i] {
 					t.Fatalf("node %d changed by a rejected placement", i)
 				}
 			}
@@ -253,5 +274,51 @@ func TestNewClusterRejectsBadNodes(t *testing.T) {
 	}
 	if _, err := NewCluster([]Node{{Name: "a", GPUs: 9}}, nil); err == nil {
 		t.Fatal("9 GPUs must be rejected")
+	}
+}
+
+func TestNestedSnapshots(t *testing.T) {
+	c := mustCluster(t, testNodes(), testModel())
+	place := func(name string, node int) {
+		t.Helper()
+		if err := c.Place(Task{Name: name, CPU: 100}, Choice{Node: node}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place("a", 0)
+	s1 := c.Snapshot()
+	place("b", 1)
+	if _, err := c.Remove("a"); err != nil {
+		t.Fatal(err)
+	}
+	s2 := c.Snapshot()
+	place("c", 2)
+	if err := c.Restore(s2); err != nil || c.Running() != 1 {
+		t.Fatalf("restore s2: %v, running %d", err, c.Running())
+	}
+	if _, ok := c.Placement("b"); !ok {
+		t.Fatal("s2 state has b")
+	}
+	place("d", 2)
+	if err := c.Restore(s1); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Placement("a"); !ok || c.Running() != 1 {
+		t.Fatalf("s1 state is just a; running %d", c.Running())
+	}
+	checkConservation(t, c)
+	if err := c.Restore(s2); err == nil {
+		t.Fatal("a snapshot taken after the restored one must be gone")
+	}
+	place("e", 1)
+	if err := c.Restore(s1); err != nil || c.Running() != 1 {
+		t.Fatalf("s1 stays live after restoring it: %v", err)
+	}
+	c.Discard(s1)
+	if err := c.Restore(s1); err == nil {
+		t.Fatal("a discarded snapshot cannot be restored")
+	}
+	if len(c.journal) != 0 {
+		t.Fatal("journal kept with no live snapshot")
 	}
 }
