@@ -70,9 +70,11 @@ type FinetuneConfig struct {
 	// CheckpointEvery updates, and at the end, the run directory gets a resumable checkpoint.
 	CheckpointEvery int `mapstructure:"checkpoint_every" yaml:"checkpoint_every"`
 	// Held-out evaluation every EvalEvery updates (0: only at the start and the end): greedy
-	// placement on the whole node list, at Tune, on EvalSeeds of the first trace.
-	EvalEvery int    `mapstructure:"eval_every" yaml:"eval_every"`
-	EvalSeeds string `mapstructure:"eval_seeds" yaml:"eval_seeds"`
+	// placement at Tune on EvalSeeds of the first trace, on EvalClusterSize nodes (0: the
+	// whole node list, the acceptance setting; smaller only for quick tests).
+	EvalEvery       int    `mapstructure:"eval_every" yaml:"eval_every"`
+	EvalSeeds       string `mapstructure:"eval_seeds" yaml:"eval_seeds"`
+	EvalClusterSize int    `mapstructure:"eval_cluster_size" yaml:"eval_cluster_size"`
 }
 
 // SetDefaults is a short run on the default openb trace: training seeds away from the
@@ -157,6 +159,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("checkpoint_every: must be >= 1, got %d", c.CheckpointEvery)
 	case c.EvalEvery < 0:
 		return fmt.Errorf("eval_every: must be >= 0, got %d", c.EvalEvery)
+	case c.EvalClusterSize < 0:
+		return fmt.Errorf("eval_cluster_size: must be >= 0 (0: every node), got %d", c.EvalClusterSize)
 	}
 	for i, n := range c.ClusterSizes {
 		if n < 0 {

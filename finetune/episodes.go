@@ -1,0 +1,115 @@
+package finetune
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// streamSubset is the seeded stream that picks a sub-cluster's nodes, apart from sim's
+// workload and policy streams so the subset does not shift the workload.
+const streamSubset uint64 = 3
+
+// Draw names one training episode; the episode is a pure function of it, which is what lets a
+// resumed run rebuild an interrupted episode by replaying its actions.
+type Draw struct {
+	Trace int    `json:"trace"`
+	Seed  uint64 `json:"seed"`
+	Size  int    `json:"size"` // nodes; 0 is the whole node list
+}
+
+// trace is one pod list loaded once and shared read-only by every episode.
+type trace struct {
+	path  string
+	tasks []sim.Task
+	model *sim.FragModel
+}
+
+// episodes builds training and held-out episodes from the configured mix.
+type episodes struct {
+	nodes  []sim.Node
+	traces []trace
+	seeds  []uint64
+	sizes  []int
+	tune   float64
+	opts   env.Options
+}
+
+func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {
+	nodes, err := sim.LoadNodes(cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	e := &episodes{nodes: nodes, tune: cfg.Tune,
+		opts: env.Options{RewardPlaced: cfg.RewardPlaced, RewardFragment: cfg.RewardFragment}}
+	for _, name := range cfg.Traces {
+		path := tracePath(cfg.TracesDir, name)
+		tasks, err := sim.LoadTasks(path)
+		if err != nil {
+			return nil, err
+		}
+		model, err := sim.TypicalShapes(tasks, cfg.Coverage)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		e.traces = append(e.traces, trace{path: path, tasks: tasks, model: model})
+	}
+	if e.seeds, err = config.ParseSeeds(cfg.Seeds); err != nil {
+		return nil, fmt.Errorf("finetune.seeds: %w", err)
+	}
+	for i, n := range cfg.ClusterSizes {
+		if n > len(nodes) {
+			return nil, fmt.Errorf("finetune.cluster_sizes[%d]: %d nodes asked, %s has %d", i, n, cfg.Nodes, len(nodes))
+		}
+	}
+	e.sizes = cfg.ClusterSizes
+	return e, nil
+}
+
+// tracePath resolves an openb short name (default, gpushare40, ...) or a CSV path.
+func tracePath(dir, name string) string {
+	if strings.HasSuffix(name, ".csv") || strings.ContainsRune(name, os.PathSeparator) {
+		return name
+	}
+	return filepath.Join(dir, "openb_pod_list_"+name+".csv")
+}
+
+// draw picks the next training episode.
+func (e *episodes) draw(rng *rand.Rand) Draw {
+	return Draw{Trace: rng.IntN(len(e.traces)), Seed: e.seeds[rng.IntN(len(e.seeds))], Size: e.sizes[rng.IntN(len(e.sizes))]}
+}
+
+// build starts the episode d names: a seeded node subset (all nodes for size 0) and the trace's
+// workload tuned to that subset's GPU capacity, which samples the trace in proportion.
+func (e *episodes) build(d Draw) (*env.Arrivals, error) {
+	if d.Trace < 0 || d.Trace >= len(e.traces) {
+		return nil, fmt.Errorf("episode trace index %d out of range (%d traces)", d.Trace, len(e.traces))
+	}
+	tr := e.traces[d.Trace]
+	nodes := e.nodes
+	if d.Size > 0 && d.Size < len(nodes) {
+		idx := sim.RNG(d.Seed, streamSubset).Perm(len(nodes))[:d.Size]
+		slices.Sort(idx)
+		nodes = make([]sim.Node, d.Size)
+		for k, i := range idx {
+			nodes[k] = e.nodes[i]
+		}
+	}
+	c, err := sim.NewCluster(nodes, tr.model)
+	if err != nil {
+		return nil, err
+	}
+	_, _, capGPU := c.Capacity()
+	work, err := sim.TuneWorkload(tr.tasks, capGPU, e.tune, sim.RNG(d.Seed, sim.StreamWorkload))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", tr.path, err)
+	}
+	return env.NewArrivals(c, work, e.opts), nil
+}

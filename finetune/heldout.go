@@ -1,0 +1,78 @@
+package finetune
+
+import (
+	"math/rand/v2"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// heldOut is a held-out evaluation: greedy decisions on whole-cluster episodes.
+type heldOut struct {
+	Seeds    []uint64  `json:"seeds"`
+	AllocPct []float64 `json:"alloc_gpu_pct"`
+	Mean     float64   `json:"mean_alloc_gpu_pct"`
+}
+
+// evaluate runs the network greedily (the highest-scoring feasible node) on the first trace's
+// workload for each seed on size nodes (0: all), all seeds stepping together with one batched forward
+// per step, and reports the GPU allocation when the last task has arrived.
+func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (heldOut, error) {
+	p := &pool{eps: eps, slots: make([]*slot, len(seeds)), workers: workers}
+	for i := range p.slots {
+		p.slots[i] = &slot{}
+	}
+	if err := p.parallel(func(i int, s *slot) error { return p.start(s, Draw{Seed: seeds[i], Size: size}, nil) }); err != nil {
+		return heldOut{}, err
+	}
+	samples := make([]sample, len(seeds))
+	// Ties break with each workload's policy stream, as sim's runner hands it to a placer.
+	rngs := make([]*rand.Rand, len(seeds))
+	for i, s := range seeds {
+		rngs[i] = sim.RNG(s, sim.StreamPolicy)
+	}
+	for {
+		var active []int
+		for i, s := range p.slots {
+			if !s.ep.Done() {
+				active = append(active, i)
+			}
+		}
+		if len(active) == 0 {
+			break
+		}
+		refs := make([]*sample, len(active))
+		sub := &pool{eps: eps, workers: workers}
+		for k, i := range active {
+			sub.slots = append(sub.slots, p.slots[i])
+			refs[k] = &samples[i]
+		}
+		if err := sub.parallel(func(k int, s *slot) error {
+			s.ep.Observe(&s.obs)
+			refs[k].store(&s.obs)
+			return nil
+		}); err != nil {
+			return heldOut{}, err
+		}
+		sc, err := evalPolicy(pol, refs)
+		if err != nil {
+			return heldOut{}, err
+		}
+		w := sc.width
+		if err := sub.parallel(func(k int, s *slot) error {
+			a := nn.ArgmaxFeasible(sc.logits[k*w:(k+1)*w], refs[k].obs.Mask, rngs[active[k]])
+			_, err := s.ep.Step(env.Action{Candidate: a})
+			return err
+		}); err != nil {
+			return heldOut{}, err
+		}
+	}
+	h := heldOut{Seeds: seeds}
+	for _, s := range p.slots {
+		a := s.ep.Cluster().Metrics().GPUAllocPct
+		h.AllocPct = append(h.AllocPct, a)
+		h.Mean += a / float64(len(seeds))
+	}
+	return h, nil
+}

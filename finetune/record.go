@@ -1,0 +1,157 @@
+package finetune
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+)
+
+// RecordFile is the run record in the run directory: one JSON object per update.
+const RecordFile = "metrics.jsonl"
+
+// record is one update's line of the run record. Episode metrics are absent when no episode
+// ended during the update; held_out only on updates with a held-out evaluation.
+type record struct {
+	Update             int      `json:"update"`
+	EnvSteps           int64    `json:"env_steps"`
+	LR                 float64  `json:"lr"`
+	KLCoef             float64  `json:"kl_coef"`
+	Episodes           int      `json:"episodes"`
+	EpisodicReturn     *float64 `json:"episodic_return,omitempty"`
+	EpisodeAllocPct    *float64 `json:"episode_alloc_gpu_pct,omitempty"`
+	KLRef              float64  `json:"kl_pretrained"`
+	ApproxKL           float64  `json:"approx_kl"`
+	ClipFrac           float64  `json:"clip_frac"`
+	Entropy            float64  `json:"entropy"`
+	ExplainedVar       *float64 `json:"explained_variance,omitempty"`
+	PolicyLoss         float64  `json:"policy_loss"`
+	ValueLoss          float64  `json:"value_loss"`
+	GradNorm           float64  `json:"grad_norm"`
+	Epochs             int      `json:"epochs"`
+	StepsPerSec        float64  `json:"env_steps_per_s"`
+	RolloutStepsPerSec float64  `json:"rollout_env_steps_per_s"`
+	HeldOut            *float64 `json:"held_out_alloc_gpu_pct,omitempty"`
+}
+
+func (r *record) setEpisodes(ended []episodeEnd) {
+	if len(ended) == 0 {
+		return
+	}
+	var ret, alloc float64
+	for _, e := range ended {
+		ret += e.Return
+		alloc += e.AllocPct
+	}
+	n := float64(len(ended))
+	ret, alloc = ret/n, alloc/n
+	r.EpisodicReturn, r.EpisodeAllocPct = &ret, &alloc
+}
+
+func finite(x float64) *float64 {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return nil
+	}
+	return &x
+}
+
+func (r record) logArgs() []any {
+	args := []any{"update", r.Update, "env_steps", r.EnvSteps, "lr", r.LR, "kl_coef", r.KLCoef,
+		"kl_pretrained", r.KLRef, "clip_frac", r.ClipFrac, "entropy", r.Entropy, "steps_per_s", math.Round(r.StepsPerSec)}
+	if r.EpisodicReturn != nil {
+		args = append(args, "episodes", r.Episodes, "episodic_return", *r.EpisodicReturn, "episode_alloc_gpu_pct", *r.EpisodeAllocPct)
+	}
+	if r.ExplainedVar != nil {
+		args = append(args, "explained_variance", *r.ExplainedVar)
+	}
+	if r.HeldOut != nil {
+		args = append(args, "held_out_alloc_gpu_pct", *r.HeldOut)
+	}
+	return args
+}
+
+// recorder appends run-record lines; each line is synced, so a kill loses at most the line
+// being written, and a resume cuts the record back to the checkpoint it continues from.
+type recorder struct {
+	path string
+	f    *os.File
+}
+
+// openRecord opens the run record for appending after keeping only the lines of updates up
+// to keep (all of them are newer than the checkpoint when a run was killed mid-way).
+func openRecord(out string, keep int) (*recorder, error) {
+	path := filepath.Join(out, RecordFile)
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, err
+	}
+	var kept bytes.Buffer
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<16), 1<<24)
+	for n := 1; sc.Scan(); n++ {
+		var r struct {
+			Update int `json:"update"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			break // the torn last line of a killed run
+		}
+		if r.Update > keep {
+			break
+		}
+		kept.Write(sc.Bytes())
+		kept.WriteByte('\n')
+	}
+	if err := atomicfile.WriteFile(path, kept.Bytes(), 0o644); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &recorder{path: path, f: f}, nil
+}
+
+func (rc *recorder) write(r record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return fmt.Errorf("run record: %w", err)
+	}
+	if _, err := rc.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("run record %s: %w", rc.path, err)
+	}
+	return rc.f.Sync()
+}
+
+func (rc *recorder) close() {
+	if rc != nil && rc.f != nil {
+		rc.f.Close()
+	}
+}
+
+// readRecord loads a run record.
+func readRecord(path string) ([]record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []record
+	for n, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal(line, &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}

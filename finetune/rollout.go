@@ -1,0 +1,246 @@
+package finetune
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/nn"
+)
+
+// slot is one environment copy and the episode it is in. actions lists the episode's
+// decisions so far, which is all a checkpoint needs to rebuild it (episodes are pure functions
+// of their Draw).
+type slot struct {
+	draw    Draw
+	ep      *env.Arrivals
+	actions []int32
+	ret     float64
+	obs     env.Observation
+}
+
+// episodeEnd is a finished training episode's outcome.
+type episodeEnd struct {
+	Return   float64
+	AllocPct float64
+	Steps    int
+}
+
+// pool steps environment copies on a fixed number of goroutines.
+type pool struct {
+	eps     *episodes
+	slots   []*slot
+	workers int
+}
+
+// parallel runs f for every slot on the pool's goroutines and returns the first error.
+func (p *pool) parallel(f func(i int, s *slot) error) error {
+	errs := make([]error, len(p.slots))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(p.workers, len(p.slots)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = f(i, p.slots[i])
+			}
+		}()
+	}
+	for i := range p.slots {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// start puts s at the beginning of episode d, or at its decision after replaying actions.
+func (p *pool) start(s *slot, d Draw, actions []int32) error {
+	ep, err := p.eps.build(d)
+	if err != nil {
+		return err
+	}
+	*s = slot{draw: d, ep: ep, obs: s.obs}
+	for k, a := range actions {
+		if ep.Done() {
+			return fmt.Errorf("episode %+v: replay ended after %d of %d actions", d, k, len(actions))
+		}
+		r, err := ep.Step(env.Action{Candidate: int(a)})
+		if err != nil {
+			return fmt.Errorf("episode %+v: replaying action %d: %w", d, k, err)
+		}
+		s.ret += r.Reward
+	}
+	s.actions = append(s.actions[:0], actions...)
+	return nil
+}
+
+// startFresh draws episodes for the slots in order (so the draws follow rng alone) until each
+// has a decision pending, then builds them in parallel.
+func (p *pool) startFresh(idx []int, rng *rand.Rand) error {
+	for len(idx) > 0 {
+		draws := make([]Draw, len(p.slots))
+		for _, i := range idx {
+			draws[i] = p.eps.draw(rng)
+		}
+		want := map[int]bool{}
+		for _, i := range idx {
+			want[i] = true
+		}
+		if err := p.parallel(func(i int, s *slot) error {
+			if !want[i] {
+				return nil
+			}
+			return p.start(s, draws[i], nil)
+		}); err != nil {
+			return err
+		}
+		var again []int
+		for _, i := range idx {
+			if p.slots[i].ep.Done() { // no task of this workload fits anywhere
+				again = append(again, i)
+			}
+		}
+		if len(again) == len(idx) && len(again) == len(p.slots) {
+			return fmt.Errorf("no episode of the mix has a feasible decision (last draw %+v)", draws[again[0]])
+		}
+		idx = again
+	}
+	return nil
+}
+
+// rollout is one update's experience, step-major: sample t*envs+e.
+type rollout struct {
+	samples []sample
+	envs    int
+	last    []float32 // value of each env's observation after the final step
+	ended   []episodeEnd
+}
+
+func newRollout(steps, envs int) *rollout {
+	return &rollout{samples: make([]sample, steps*envs), envs: envs}
+}
+
+// collect runs the current policy for len(r.samples)/envs steps in every slot, sampling
+// actions with rng from the masked distribution.
+func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
+	envs := len(p.slots)
+	steps := len(r.samples) / envs
+	r.ended = r.ended[:0]
+	refs := make([]*sample, envs)
+	for t := range steps {
+		if err := p.parallel(func(e int, s *slot) error {
+			s.ep.Observe(&s.obs)
+			r.samples[t*envs+e].store(&s.obs)
+			return nil
+		}); err != nil {
+			return err
+		}
+		for e := range envs {
+			refs[e] = &r.samples[t*envs+e]
+		}
+		sc, err := evalPolicy(pol, refs)
+		if err != nil {
+			return err
+		}
+		w := sc.width
+		for e, s := range refs {
+			s.action = sampleAction(sc.logp[e*w:(e+1)*w], s.obs.Mask, rng)
+			s.logp, s.value = sc.logp[e*w+s.action], sc.value[e]
+		}
+		var done []int
+		var mu sync.Mutex
+		if err := p.parallel(func(e int, s *slot) error {
+			smp := refs[e]
+			res, err := s.ep.Step(env.Action{Candidate: smp.action})
+			if err != nil {
+				return fmt.Errorf("episode %+v step %d: %w", s.draw, len(s.actions), err)
+			}
+			s.actions = append(s.actions, int32(smp.action))
+			s.ret += res.Reward
+			smp.reward, smp.done = float32(res.Reward), res.Done
+			if res.Done {
+				mu.Lock()
+				done = append(done, e)
+				mu.Unlock()
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		slices.Sort(done)
+		for _, e := range done {
+			s := p.slots[e]
+			r.ended = append(r.ended, episodeEnd{Return: s.ret, AllocPct: s.ep.Cluster().Metrics().GPUAllocPct, Steps: len(s.actions)})
+		}
+		if err := p.startFresh(done, rng); err != nil {
+			return err
+		}
+	}
+	// Bootstrap values of where each env stands now.
+	last := make([]sample, envs)
+	if err := p.parallel(func(e int, s *slot) error {
+		s.ep.Observe(&s.obs)
+		last[e].store(&s.obs)
+		refs[e] = &last[e]
+		return nil
+	}); err != nil {
+		return err
+	}
+	sc, err := evalPolicy(pol, refs)
+	r.last = sc.value
+	return err
+}
+
+// scores is a no-grad forward over a padded batch, row-major with width columns.
+type scores struct {
+	logits, logp, value []float32
+	width               int
+}
+
+// evalPolicy runs one no-grad forward over samples.
+func evalPolicy(pol policy, samples []*sample) (scores, error) {
+	in, err := input(pol.net.Arch, samples, pol.dev)
+	if err != nil {
+		return scores{}, err
+	}
+	defer in.Drop()
+	var sc scores
+	nn.NoGrad(func() {
+		out := pol.net.Forward(in)
+		lp := logProbs(out.Logits)
+		sc = scores{logits: nn.HostFloats(out.Logits, nil), logp: nn.HostFloats(lp, nil),
+			value: nn.HostFloats(out.Value, nil), width: int(lp.MustSize()[1])}
+		lp.MustDrop()
+		out.Drop()
+	})
+	return sc, nil
+}
+
+// sampleAction draws a feasible candidate from log-probabilities; masked candidates have
+// probability exactly 0 here whatever their log-probability says.
+func sampleAction(logp []float32, mask []bool, rng *rand.Rand) int {
+	u := rng.Float64()
+	var acc float64
+	last := -1
+	for i, ok := range mask {
+		if !ok {
+			continue
+		}
+		acc += math.Exp(float64(logp[i]))
+		last = i
+		if u < acc {
+			return i
+		}
+	}
+	return last // rounding left u above the total: the last feasible candidate
+}

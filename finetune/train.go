@@ -1,0 +1,232 @@
+// Package finetune improves a behaviour-cloned placement policy with PPO in the simulator:
+// invalid-action masking, GAE, clipped surrogate, value loss, entropy bonus, a decaying KL
+// penalty towards the pretrained policy, Adam with gradient clipping and learning-rate
+// annealing. Environment copies step on goroutines with one batched forward per step; the
+// network runs on the configured device and the simulator on the CPU. Runs checkpoint every
+// few updates and resume after a kill with the weights an uninterrupted run would reach.
+package finetune
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"time"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/schollz/progressbar/v3"
+)
+
+// Options are a run's inputs besides the config.
+type Options struct {
+	// Bar, when not nil, gets a progress bar (the caller decides whether it is a terminal).
+	Bar io.Writer
+	// Log receives one line per update; nil uses slog.Default().
+	Log *slog.Logger
+	// StopAfter ends the run cleanly after this many updates in this process (0: run to the
+	// budget); the run directory can be resumed. Tests use it to interrupt a run.
+	StopAfter int
+}
+
+// Result summarises a finished (or stopped) run.
+type Result struct {
+	Dir      string  `json:"dir"`
+	Updates  int     `json:"updates"`
+	EnvSteps int64   `json:"env_steps"`
+	Seconds  float64 `json:"seconds"`
+	// StepsPerSecond is environment steps over the wall time of rollouts and updates
+	// (held-out evaluations excluded).
+	StepsPerSecond float64 `json:"env_steps_per_second"`
+	Start, Final   heldOut `json:"-"`
+	StartMean      float64 `json:"start_mean_alloc_gpu_pct"`
+	FinalMean      float64 `json:"final_mean_alloc_gpu_pct"`
+	Resumed        bool    `json:"resumed"`
+	Complete       bool    `json:"complete"`
+}
+
+// Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
+// cfg.Finetune.Out, resuming from the newest checkpoint there when one exists.
+func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
+	// Grad mode is per OS thread in libtorch; keep every tensor call on this one.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	fc := cfg.Finetune
+	dev, err := nn.Device(cfg.Device)
+	if err != nil {
+		return Result{}, err
+	}
+	eps, err := newEpisodes(fc)
+	if err != nil {
+		return Result{}, err
+	}
+	heldSeeds, err := config.ParseSeeds(fc.EvalSeeds)
+	if err != nil {
+		return Result{}, fmt.Errorf("finetune.eval_seeds: %w", err)
+	}
+	m, err := newModels(cfg, dev)
+	if err != nil {
+		return Result{}, err
+	}
+	workers := fc.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	opt := nn.NewAdam(m.pol.net.VS, nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
+	l := &learner{cfg: fc, pol: m.pol, opt: opt, ref: m.ref}
+	pl := &pool{eps: eps, slots: make([]*slot, fc.NumEnvs), workers: workers}
+	for i := range pl.slots {
+		pl.slots[i] = &slot{}
+	}
+
+	perUpdate := fc.NumEnvs * fc.RolloutSteps
+	updates := fc.TotalSteps / perUpdate
+	res := Result{Dir: fc.Out}
+	rec, st, pcg, err := resume(fc.Out, m, opt, pl)
+	if err != nil {
+		return res, err
+	}
+	res.Resumed = st.Update > 0
+	if pcg == nil {
+		pcg = rand.NewPCG(uint64(cfg.Seed), 0x66696e6574756e65) // "finetune"
+	}
+	rng := rand.New(pcg)
+	if st.Update == 0 {
+		if err := pl.startFresh(allSlots(fc.NumEnvs), rng); err != nil {
+			return res, err
+		}
+	}
+	defer rec.close()
+	if len(st.Evals) == 0 {
+		h, err := evaluate(m.pol, eps, heldSeeds, fc.EvalClusterSize, workers)
+		if err != nil {
+			return res, err
+		}
+		st.Evals = append(st.Evals, evalPoint{Update: 0, Held: h})
+		log.Info("finetune held-out start", "mean_alloc_gpu_pct", h.Mean, "seeds", fc.EvalSeeds)
+	}
+	res.Start = st.Evals[0].Held
+
+	var bar *progressbar.ProgressBar
+	if o.Bar != nil {
+		bar = progressbar.NewOptions64(int64(updates*perUpdate), progressbar.OptionSetWriter(o.Bar),
+			progressbar.OptionSetDescription("finetune"), progressbar.OptionShowCount(),
+			progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"))
+		_ = bar.Set64(st.EnvSteps)
+	}
+	r := newRollout(fc.RolloutSteps, fc.NumEnvs)
+	var trainSec, procSec float64 // since the last checkpoint; in this process
+	var procSteps int64
+	done := 0
+	for st.Update < updates {
+		if err := ctx.Err(); err != nil {
+			return res, err
+		}
+		if o.StopAfter > 0 && done == o.StopAfter {
+			break
+		}
+		u := st.Update
+		// libtorch's generator restarts from a known point every update, so a resumed run
+		// draws what an uninterrupted one would (PPO itself samples with the Go PCG).
+		nn.Seed(cfg.Seed*1_000_003 + int64(u))
+		frac := float64(u) / float64(updates)
+		lr := fc.LR
+		if fc.AnnealLR {
+			lr *= 1 - frac
+		}
+		kl := fc.KLCoef
+		if fc.KLDecay > 0 {
+			kl *= math.Max(0, 1-frac/fc.KLDecay)
+		}
+		if m.ref == nil {
+			kl = 0
+		}
+		t0 := time.Now()
+		if err := pl.collect(m.pol, r, rng); err != nil {
+			return res, err
+		}
+		rolloutSec := time.Since(t0).Seconds()
+		stats, err := l.update(r, lr, kl, rng)
+		if err != nil {
+			return res, err
+		}
+		sec := time.Since(t0).Seconds()
+		trainSec += sec
+		procSec += sec
+		procSteps += int64(perUpdate)
+		st.Update++
+		st.EnvSteps += int64(perUpdate)
+		line := record{Update: st.Update, EnvSteps: st.EnvSteps, LR: lr, KLCoef: kl,
+			Episodes: len(r.ended), KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
+			Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
+			Epochs: stats.Epochs, StepsPerSec: float64(perUpdate) / sec, RolloutStepsPerSec: float64(perUpdate) / rolloutSec}
+		line.setEpisodes(r.ended)
+		line.ExplainedVar = finite(stats.ExplainedVar)
+		last := st.Update == updates
+		if last || (fc.EvalEvery > 0 && st.Update%fc.EvalEvery == 0) {
+			h, err := evaluate(m.pol, eps, heldSeeds, fc.EvalClusterSize, workers)
+			if err != nil {
+				return res, err
+			}
+			st.Evals = append(st.Evals, evalPoint{Update: st.Update, EnvSteps: st.EnvSteps, Held: h})
+			line.HeldOut = &h.Mean
+		}
+		if err := rec.write(line); err != nil {
+			return res, err
+		}
+		log.Info("finetune update", line.logArgs()...)
+		if bar != nil {
+			_ = bar.Set64(st.EnvSteps)
+		}
+		done++
+		if last || st.Update%fc.CheckpointEvery == 0 {
+			st.Seconds += trainSec
+			trainSec = 0
+			if err := m.checkpoint(fc.Out, opt, snapshot(st, pcg, pl)); err != nil {
+				return res, err
+			}
+		}
+	}
+	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
+	res.Seconds = st.Seconds + trainSec
+	if procSec > 0 {
+		res.StepsPerSecond = float64(procSteps) / procSec
+	}
+	res.StartMean = res.Start.Mean
+	res.Final = st.Evals[len(st.Evals)-1].Held
+	res.FinalMean = res.Final.Mean
+	if st.Update < updates {
+		return res, nil
+	}
+	res.Complete = true
+	if err := m.final(fc.Out, st, map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
+		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func allSlots(n int) []int {
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	return idx
+}
+
+// snapshot is the run state after the update just finished.
+func snapshot(st runState, pcg *rand.PCG, pl *pool) runState {
+	st.RNG, _ = pcg.MarshalBinary()
+	st.Slots = make([]slotState, len(pl.slots))
+	for i, s := range pl.slots {
+		st.Slots[i] = slotState{Draw: s.draw, Actions: append([]int32(nil), s.actions...)}
+	}
+	return st
+}
