@@ -92,10 +92,11 @@ func patchFile(path string) (int, error) {
 			fmt.Fprintf(&text, "\ndefer runtime.KeepAlive(%s)", name)
 		}
 		if text.Len() > 0 {
-			ins = append(ins, insertion{fset.Position(fn.Body.Lbrace).Offset + 1, text.String()})
+			ins = append(ins, insertion{fset.Position(fn.Body.Lbrace).Offset + 1, text.String() + "\n"})
 		}
 	}
-	if len(ins) == 0 {
+	funcs := len(ins)
+	if funcs == 0 {
 		return 0, os.WriteFile(path, src, 0o644)
 	}
 	if !importsRuntime(file) {
@@ -113,7 +114,7 @@ func patchFile(path string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: patched source does not parse: %w", path, err)
 	}
-	return len(ins), os.WriteFile(path, formatted, 0o644)
+	return funcs, os.WriteFile(path, formatted, 0o644)
 }
 
 // tensorParams lists the named parameters of type *Tensor or []*Tensor.
