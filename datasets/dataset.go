@@ -14,11 +14,13 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-// Dataset is an opened, verified dataset directory.
+// Dataset is an opened, verified dataset directory. Its readers share node-scoring caches, so
+// use one Dataset per goroutine.
 type Dataset struct {
 	Dir      string
 	Manifest *Manifest
 	contexts map[string]env.Context
+	caches   map[string]*env.ScoreCache // per context
 	maxNodes int
 }
 
@@ -35,7 +37,7 @@ func Open(dir string) (*Dataset, error) {
 	if err := m.Verify(dir); err != nil {
 		return nil, err
 	}
-	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}}
+	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}, caches: map[string]*env.ScoreCache{}}
 	for _, c := range m.Contexts {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path)))
 		if err != nil {
@@ -46,6 +48,7 @@ func Open(dir string) (*Dataset, error) {
 			return nil, fmt.Errorf("dataset %s: %s: %w", dir, c.Path, err)
 		}
 		d.contexts[c.Path] = ctx
+		d.caches[c.Path] = env.NewScoreCache()
 		d.maxNodes = max(d.maxNodes, len(ctx.Nodes))
 	}
 	for _, ep := range m.Episodes {
@@ -116,6 +119,7 @@ func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64) (*cursor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: episode %d: %w", d.Dir, ep.ID, err)
 	}
+	p.ShareCache(d.caches[ep.Context])
 	c := &cursor{d: d, ep: ep, p: p, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
 	for c.step < from {
 		r, err := c.rows.next()

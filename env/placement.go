@@ -59,9 +59,9 @@ type Placement struct {
 	best        []sim.GPUSet
 	delta       []float64 // fragment change (milli) of the best choice per feasible node
 
-	shape  int32 // interned fragment-relevant shape of the task
-	shapes map[shapeKey]int32
-	cache  map[cacheKey]scored
+	shape int32   // the task's shape id in cache
+	class []int32 // per node: its (GPU count, type) id in cache
+	cache *ScoreCache
 }
 
 // norms are the cluster-relative constants features are divided by.
@@ -69,29 +69,9 @@ type norms struct {
 	cpu, mem float64 // largest node's
 }
 
-type shapeKey struct {
-	cpu, milli int64
-	numGPU     int
-	types      string
-}
-
-type cacheKey struct {
-	node    int32
-	shape   int32
-	version uint64
-}
-
-type scored struct {
-	gpus  sim.GPUSet
-	delta float64
-}
-
-// cacheLimit bounds the best-choice cache; it is cleared when full.
-const cacheLimit = 1 << 18
-
 // NewPlacement wraps a cluster; the environment mutates it as actions are applied.
 func NewPlacement(c *sim.Cluster, opts Options) *Placement {
-	p := &Placement{c: c, opts: opts, shapes: map[shapeKey]int32{}, cache: map[cacheKey]scored{}}
+	p := &Placement{c: c, opts: opts}
 	for i := range c.NumNodes() {
 		n := c.Node(i)
 		p.norm.cpu = math.Max(p.norm.cpu, float64(n.CPU))
@@ -102,7 +82,19 @@ func NewPlacement(c *sim.Cluster, opts Options) *Placement {
 	n := c.NumNodes()
 	p.feasible, p.allowed = make([]bool, n), make([]bool, n)
 	p.best, p.delta = make([]sim.GPUSet, n), make([]float64, n)
+	p.ShareCache(NewScoreCache())
 	return p
+}
+
+// ShareCache makes the environment score nodes through k, which other environments over
+// clusters with the same fragmentation model may share (sequentially, not concurrently).
+func (p *Placement) ShareCache(k *ScoreCache) {
+	p.cache = k
+	p.class = grow(p.class, p.c.NumNodes())
+	for i := range p.class {
+		p.class[i] = k.class(p.c.Node(i))
+	}
+	p.scored = false
 }
 
 // Spec is the placement observation layout.
@@ -122,16 +114,7 @@ func (p *Placement) Task() sim.Task { return p.task }
 // pending (the task fails).
 func (p *Placement) Present(t sim.Task, arrived int64) int {
 	p.task, p.arrived = t, arrived
-	key := shapeKey{t.CPU, t.GPUMilli, t.NumGPU, t.Spec()}
-	id, ok := p.shapes[key]
-	if !ok {
-		id = int32(len(p.shapes))
-		p.shapes[key] = id
-	}
-	p.shape = id
-	if len(p.cache) > cacheLimit {
-		clear(p.cache)
-	}
+	p.shape = p.cache.shape(t)
 	p.feasibleIdx = p.c.FeasibleNodes(t, p.feasibleIdx[:0])
 	clear(p.feasible)
 	for _, i := range p.feasibleIdx {
@@ -160,33 +143,8 @@ func (p *Placement) scoreAll() {
 	}
 }
 
-// score finds node i's least-fragmenting GPU choice for the pending task, cached per node
-// version and task shape since only the node that took the last task changes between steps.
 func (p *Placement) score(i int) (scored, bool) {
-	t := p.task
-	set, ok := p.c.TightestGPUs(t, i)
-	if !ok {
-		return scored{}, false
-	}
-	key := cacheKey{node: int32(i), shape: p.shape, version: p.c.NodeVersion(i)}
-	if s, hit := p.cache[key]; hit {
-		return s, true
-	}
-	best := scored{gpus: set, delta: p.c.FragDelta(t, sim.Choice{Node: i, GPUs: set})}
-	if t.Sharing() {
-		free := p.c.Free(i)
-		for g := range free.GPUs {
-			if free.GPU[g] < t.GPUMilli || set.Has(g) {
-				continue
-			}
-			gs := sim.NewGPUSet(g)
-			if d := p.c.FragDelta(t, sim.Choice{Node: i, GPUs: gs}); d < best.delta {
-				best = scored{gpus: gs, delta: d}
-			}
-		}
-	}
-	p.cache[key] = best
-	return best, true
+	return p.cache.score(p.c, p.class, p.shape, p.task, i)
 }
 
 // Mask reports whether node i is feasible for the pending task.

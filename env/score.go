@@ -1,0 +1,111 @@
+package env
+
+import (
+	"math"
+
+	"github.com/schedrl/schedrl/sim"
+)
+
+// ScoreCache remembers, per node content and task shape, the least-fragmenting GPU choice and
+// the fragment change it causes. The key is what the fragmentation measure reads (GPU count and
+// type, free CPU, free milli per GPU, the task's CPU and GPU request), so identical nodes (the
+// hundreds of idle ones, say) are scored once, and one cache can serve several environments
+// over clusters that share a fragmentation model. Not safe for concurrent use.
+type ScoreCache struct {
+	shapes  map[shapeKey]int32
+	classes map[classKey]int32
+	m       map[contentKey]scored
+}
+
+// NewScoreCache returns an empty cache.
+func NewScoreCache() *ScoreCache {
+	return &ScoreCache{shapes: map[shapeKey]int32{}, classes: map[classKey]int32{}, m: map[contentKey]scored{}}
+}
+
+// scoreCacheLimit bounds the cache; it is cleared when full.
+const scoreCacheLimit = 1 << 18
+
+type shapeKey struct {
+	cpu, milli int64
+	numGPU     int
+	types      string
+}
+
+type classKey struct {
+	gpus    int
+	gpuType string
+}
+
+type contentKey struct {
+	class, shape int32
+	cpuFree      int64
+	gpu          [sim.MaxGPUsPerNode]int64
+}
+
+type scored struct {
+	gpus  sim.GPUSet
+	delta float64
+}
+
+func (k *ScoreCache) shape(t sim.Task) int32 {
+	key := shapeKey{t.CPU, t.GPUMilli, t.NumGPU, t.Spec()}
+	id, ok := k.shapes[key]
+	if !ok {
+		id = int32(len(k.shapes))
+		k.shapes[key] = id
+	}
+	return id
+}
+
+func (k *ScoreCache) class(n sim.Node) int32 {
+	key := classKey{n.GPUs, n.GPUType}
+	id, ok := k.classes[key]
+	if !ok {
+		id = int32(len(k.classes))
+		k.classes[key] = id
+	}
+	return id
+}
+
+// score finds node i's least-fragmenting GPU choice for task t (lowest GPU index on ties, as
+// FGD inside a node).
+func (k *ScoreCache) score(c *sim.Cluster, class []int32, shape int32, t sim.Task, i int) (scored, bool) {
+	set, ok := c.TightestGPUs(t, i)
+	if !ok {
+		return scored{}, false
+	}
+	free := c.Free(i)
+	key := contentKey{class: class[i], shape: shape, cpuFree: free.CPU, gpu: free.GPU}
+	if s, hit := k.m[key]; hit {
+		return s, true
+	}
+	best := scored{gpus: set, delta: math.Inf(1)}
+	if !t.Sharing() {
+		best.delta = c.FragDelta(t, sim.Choice{Node: i, GPUs: set})
+	}
+	var tried [sim.MaxGPUsPerNode]int64
+	nTried := 0
+gpus:
+	for g := 0; t.Sharing() && g < free.GPUs; g++ {
+		if free.GPU[g] < t.GPUMilli {
+			continue
+		}
+		// GPUs with the same free milli give the same fragment; the first one stands for all.
+		for _, v := range tried[:nTried] {
+			if v == free.GPU[g] {
+				continue gpus
+			}
+		}
+		tried[nTried] = free.GPU[g]
+		nTried++
+		gs := sim.NewGPUSet(g)
+		if d := c.FragDelta(t, sim.Choice{Node: i, GPUs: gs}); d < best.delta {
+			best = scored{gpus: gs, delta: d}
+		}
+	}
+	if len(k.m) >= scoreCacheLimit {
+		clear(k.m)
+	}
+	k.m[key] = best
+	return best, true
+}
