@@ -129,3 +129,27 @@ func hexString(b []byte) string {
 	}
 	return string(out)
 }
+
+// TestPyarrowReadsBuiltDataset reads a shard of a dataset made by Build from expert logs.
+func TestPyarrowReadsBuiltDataset(t *testing.T) {
+	py := pyarrowPython(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "a.jsonl"), makeRun(t, 80, 1.3, 8).log)
+	out := filepath.Join(dir, "ds")
+	o := testOptions(filepath.Join(dir, "*.jsonl"), out)
+	o.ValFraction = 0
+	m, _, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shard := filepath.Join(out, m.Splits[SplitTrain].Shards[0].Path)
+	var rows []Row
+	var schema string
+	if err := scanShard(shard, func(r *Row) { rows = append(rows, *r) }, &schema); err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(rows)) != m.Splits[SplitTrain].Shards[0].Rows {
+		t.Fatalf("Go reads %d rows, manifest says %d", len(rows), m.Splits[SplitTrain].Shards[0].Rows)
+	}
+	checkWithPyarrow(t, py, shard, rows, []int{0, 1, len(rows) / 2, len(rows) - 1})
+}
