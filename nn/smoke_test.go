@@ -51,7 +51,7 @@ func tensors(xs []float32, ys []int64) (*ts.Tensor, *ts.Tensor) {
 
 func logits(m *gnn.Sequential, x *ts.Tensor) []float64 {
 	var out []float64
-	ts.NoGrad(func() { out = m.Forward(x).Float64Values(true) })
+	NoGrad(func() { out = m.Forward(x).Float64Values(true) })
 	return out
 }
 
@@ -82,7 +82,7 @@ func TestMLPLearnsAndReloads(t *testing.T) {
 		loss.MustDrop()
 	}
 	var acc float64
-	ts.NoGrad(func() { acc = model.Forward(testX).AccuracyForLogits(testY).Float64Values(true)[0] })
+	NoGrad(func() { acc = model.Forward(testX).AccuracyForLogits(testY).Float64Values(true)[0] })
 	t.Logf("test accuracy %.3f after 300 full-batch Adam steps in %v", acc, time.Since(start))
 	if acc <= 0.95 {
 		t.Fatalf("test accuracy %.3f, want > 0.95", acc)
@@ -99,7 +99,9 @@ func TestMLPLearnsAndReloads(t *testing.T) {
 	if slices.Equal(logits(model2, testX), want) {
 		t.Fatal("fresh network already matches the trained one; the reload check would prove nothing")
 	}
-	if err := vs2.Load(path); err != nil {
+	var err2 error
+	pinned(func() { err2 = vs2.Load(path) })
+	if err := err2; err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(logits(model2, testX), want) {

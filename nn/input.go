@@ -1,0 +1,136 @@
+package nn
+
+import (
+	"fmt"
+
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/schedrl/schedrl/env"
+)
+
+// HostBatch is a batch of observations in host memory, padded to a common node count: the
+// layout of datasets.Batch, and what rollouts fill from env observations with Put.
+type HostBatch struct {
+	Size, MaxNodes              int
+	NodeDim, TaskDim, GlobalDim int
+	NumNodes                    []int32   // Size
+	Nodes                       []float32 // Size x MaxNodes x NodeDim; padding zero
+	Mask                        []bool    // Size x MaxNodes; padding false
+	Task                        []float32 // Size x TaskDim
+	Global                      []float32 // Size x GlobalDim
+}
+
+// NewHostBatch allocates room for size observations of up to maxNodes nodes.
+func NewHostBatch(a Arch, size, maxNodes int) *HostBatch {
+	return &HostBatch{Size: size, MaxNodes: maxNodes, NodeDim: a.NodeDim, TaskDim: a.TaskDim, GlobalDim: a.GlobalDim,
+		NumNodes: make([]int32, size), Nodes: make([]float32, size*maxNodes*a.NodeDim),
+		Mask: make([]bool, size*maxNodes), Task: make([]float32, size*a.TaskDim), Global: make([]float32, size*a.GlobalDim)}
+}
+
+// Put copies obs into slot j, zeroing the padding beyond its nodes.
+func (b *HostBatch) Put(j int, obs *env.Observation) error {
+	n := obs.NumNodes
+	switch {
+	case n > b.MaxNodes:
+		return fmt.Errorf("observation has %d nodes, batch holds %d", n, b.MaxNodes)
+	case len(obs.Nodes) != n*b.NodeDim || len(obs.Task) != b.TaskDim || len(obs.Global) != b.GlobalDim:
+		return fmt.Errorf("observation has %d node, %d task and %d global features, network wants %d, %d, %d",
+			len(obs.Nodes)/max(n, 1), len(obs.Task), len(obs.Global), b.NodeDim, b.TaskDim, b.GlobalDim)
+	}
+	nodes := b.Nodes[j*b.MaxNodes*b.NodeDim : (j+1)*b.MaxNodes*b.NodeDim]
+	clear(nodes[copy(nodes, obs.Nodes):])
+	mask := b.Mask[j*b.MaxNodes : (j+1)*b.MaxNodes]
+	clear(mask[copy(mask, obs.Mask[:n]):])
+	copy(b.Task[j*b.TaskDim:(j+1)*b.TaskDim], obs.Task)
+	copy(b.Global[j*b.GlobalDim:(j+1)*b.GlobalDim], obs.Global)
+	b.NumNodes[j] = int32(n)
+	return nil
+}
+
+// Input is a batch on the network's device.
+type Input struct {
+	Nodes  *ts.Tensor // [B, N, NodeDim]
+	Task   *ts.Tensor // [B, TaskDim]
+	Global *ts.Tensor // [B, GlobalDim]
+	Mask   *ts.Tensor // [B, N] bool: feasible candidates
+	Valid  *ts.Tensor // [B, N] float: 1 for a real node, 0 for padding
+}
+
+// Tensors moves the first b.Size observations to dev. The node axis is cut to the largest
+// NumNodes of those, so a batch of small clusters does not pay for MaxNodes.
+func (b *HostBatch) Tensors(dev gotch.Device) *Input {
+	bs, n := b.Size, 0
+	for _, k := range b.NumNodes[:bs] {
+		n = max(n, int(k))
+	}
+	nodes, mask := b.Nodes[:bs*b.MaxNodes*b.NodeDim], b.Mask[:bs*b.MaxNodes]
+	if n < b.MaxNodes {
+		nodes, mask = make([]float32, 0, bs*n*b.NodeDim), make([]bool, 0, bs*n)
+		for j := range bs {
+			nodes = append(nodes, b.Nodes[j*b.MaxNodes*b.NodeDim:(j*b.MaxNodes+n)*b.NodeDim]...)
+			mask = append(mask, b.Mask[j*b.MaxNodes:j*b.MaxNodes+n]...)
+		}
+	} else {
+		n = b.MaxNodes
+	}
+	valid := make([]float32, bs*n)
+	for j := range bs {
+		for i := range int(b.NumNodes[j]) {
+			valid[j*n+i] = 1
+		}
+	}
+	in := &Input{
+		Nodes:  tensor(nodes, []int64{int64(bs), int64(n), int64(b.NodeDim)}, dev),
+		Task:   tensor(b.Task[:bs*b.TaskDim], []int64{int64(bs), int64(b.TaskDim)}, dev),
+		Global: tensor(b.Global[:bs*b.GlobalDim], []int64{int64(bs), int64(b.GlobalDim)}, dev),
+		Mask:   tensor(mask, []int64{int64(bs), int64(n)}, dev),
+		Valid:  tensor(valid, []int64{int64(bs), int64(n)}, dev),
+	}
+	return in
+}
+
+// Drop frees the batch's tensors.
+func (in *Input) Drop() {
+	for _, t := range []*ts.Tensor{in.Nodes, in.Task, in.Global, in.Mask, in.Valid} {
+		t.MustDrop()
+	}
+}
+
+// tensor copies a host slice into a tensor of the given shape on dev.
+func tensor[T float32 | bool | int64](data []T, shape []int64, dev gotch.Device) *ts.Tensor {
+	if len(data) == 0 { // libtorch cannot take an empty host buffer; make the empty shape directly
+		kind := gotch.Float
+		switch any(data).(type) {
+		case []bool:
+			kind = gotch.Bool
+		case []int64:
+			kind = gotch.Int64
+		}
+		return ts.MustZeros(shape, kind, dev)
+	}
+	t := ts.MustOfSlice(data).MustView(shape, true)
+	if dev != gotch.CPU {
+		t = t.MustTo(dev, true)
+	}
+	return t
+}
+
+// HostFloats copies a float tensor (any shape, any device) into dst, reusing its storage.
+func HostFloats(t *ts.Tensor, dst []float32) []float32 {
+	n := int(t.Numel())
+	if cap(dst) < n {
+		dst = make([]float32, n)
+	}
+	dst = dst[:n]
+	if n == 0 {
+		return dst
+	}
+	src := t
+	if t.MustDevice() != gotch.CPU {
+		src = t.MustTo(gotch.CPU, false)
+		defer src.MustDrop()
+	}
+	src.MustCopyData(dst, uint(n))
+	return dst
+}

@@ -1,0 +1,182 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/sugarme/gotch"
+	gnn "github.com/sugarme/gotch/nn"
+	"github.com/sugarme/gotch/ts"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+)
+
+// ArchKind names the network below; bump it when its layers or their names change.
+const ArchKind = "entity-mlp-v1"
+
+// MaskedLogit is the logit of an infeasible candidate: far below any real one, yet finite, so
+// a softmax over a row stays defined and an infeasible node is never chosen.
+const MaskedLogit = -1e9
+
+// Arch is everything needed to rebuild a network: it is stored in the checkpoint manifest.
+type Arch struct {
+	Kind          string `json:"kind"`
+	Env           string `json:"env"`
+	FeatureSpec   string `json:"feature_spec"`
+	NodeDim       int    `json:"node_dim"`
+	TaskDim       int    `json:"task_dim"`
+	GlobalDim     int    `json:"global_dim"`
+	Hidden        int    `json:"hidden"`
+	EncoderLayers int    `json:"encoder_layers"`
+	HeadHidden    int    `json:"head_hidden"`
+	// ValueScale multiplies the value head's output, so the head trains near unit scale
+	// while Value is in return units.
+	ValueScale float64 `json:"value_scale"`
+}
+
+// NewArch sizes a network for an environment's observations.
+func NewArch(spec env.Spec, cfg config.NetworkConfig, valueScale float64) Arch {
+	return Arch{Kind: ArchKind, Env: spec.Env, FeatureSpec: spec.Version,
+		NodeDim: len(spec.Node), TaskDim: len(spec.Task), GlobalDim: len(spec.Global),
+		Hidden: cfg.Hidden, EncoderLayers: cfg.EncoderLayers, HeadHidden: cfg.HeadHidden,
+		ValueScale: valueScale}
+}
+
+func (a Arch) validate() error {
+	switch {
+	case a.Kind != ArchKind:
+		return fmt.Errorf("architecture %q, this build has %q", a.Kind, ArchKind)
+	case a.NodeDim < 1 || a.TaskDim < 1 || a.GlobalDim < 0:
+		return fmt.Errorf("feature sizes node %d task %d global %d", a.NodeDim, a.TaskDim, a.GlobalDim)
+	case a.Hidden < 1 || a.EncoderLayers < 1 || a.HeadHidden < 1:
+		return fmt.Errorf("layer sizes hidden %d encoder_layers %d head_hidden %d", a.Hidden, a.EncoderLayers, a.HeadHidden)
+	case !(a.ValueScale > 0) || math.IsInf(a.ValueScale, 0):
+		return fmt.Errorf("value_scale %v", a.ValueScale)
+	}
+	return nil
+}
+
+// Net is the entity policy/value network. Every node row goes through the same encoder; the
+// task (with the cluster's global features) is embedded once; a node's score sees its own
+// embedding, its element-wise product with the task embedding, and the cluster context pooled
+// (mean and max) over all nodes. Cost is linear in the node count and no weight depends on it,
+// so one checkpoint serves clusters of any size.
+type Net struct {
+	Arch   Arch
+	VS     *gnn.VarStore
+	params []ts.NamedTensor // the VarStore's own tensors, in creation order
+
+	encoder          []linear
+	task             linear
+	scoreNode        linear // node embedding -> score hidden
+	scoreInteraction linear // node x task product -> score hidden
+	scoreContext     linear // task embedding and pooled context -> score hidden (with bias)
+	scoreOut         linear
+	value1, value2   linear
+}
+
+// NewNet builds a freshly initialised network on dev; call Seed first for reproducible weights.
+func NewNet(arch Arch, dev gotch.Device) (*Net, error) {
+	if err := arch.validate(); err != nil {
+		return nil, err
+	}
+	n := &Net{Arch: arch, VS: gnn.NewVarStore(dev)}
+	h, hh := arch.Hidden, arch.HeadHidden
+	in := arch.NodeDim
+	for l := range arch.EncoderLayers {
+		n.encoder = append(n.encoder, n.linear(fmt.Sprintf("encoder%d", l), in, h, true))
+		in = h
+	}
+	n.task = n.linear("task", arch.TaskDim+arch.GlobalDim, h, true)
+	n.scoreNode = n.linear("score_node", h, hh, false)
+	n.scoreInteraction = n.linear("score_interaction", h, hh, false)
+	n.scoreContext = n.linear("score_context", 3*h, hh, true)
+	n.scoreOut = n.linear("score_out", hh, 1, true)
+	n.value1 = n.linear("value1", 3*h, hh, true)
+	n.value2 = n.linear("value2", hh, 1, true)
+	return n, nil
+}
+
+// Params lists the trainable tensors by VarStore name, in a fixed order. They are the
+// VarStore's own tensors: keep the Net reachable while using them.
+func (n *Net) Params() []ts.NamedTensor { return slices.Clone(n.params) }
+
+// Output is a forward pass over a batch.
+type Output struct {
+	Logits *ts.Tensor // [B, N]: candidate scores, MaskedLogit where infeasible or padding
+	Value  *ts.Tensor // [B]: state value in return units
+}
+
+// Drop frees both tensors.
+func (o Output) Drop() {
+	o.Logits.MustDrop()
+	o.Value.MustDrop()
+}
+
+// Forward scores every candidate of every observation in the batch.
+func (n *Net) Forward(in *Input) Output {
+	h := in.Nodes
+	for l, enc := range n.encoder {
+		h = enc.forward(h, l > 0).MustRelu(true) // [B, N, H]
+	}
+	taskIn := ts.MustCat([]*ts.Tensor{in.Task, in.Global}, 1)
+	te := n.task.forward(taskIn, true).MustRelu(true) // [B, H]
+
+	// Pooling over real nodes only: padding rows are zeroed, and since embeddings are
+	// non-negative (ReLU) a zero never wins the max over a real node.
+	valid := in.Valid.MustUnsqueeze(-1, false) // [B, N, 1]
+	hv := h.MustMul(valid, false)
+	valid.MustDrop()
+	count := in.Valid.MustSumDimIntlist([]int64{1}, true, gotch.Float, false).MustClampMin(ts.FloatScalar(1), true)
+	mean := hv.MustSumDimIntlist([]int64{1}, false, gotch.Float, false).MustDiv(count, true)
+	count.MustDrop()
+	maxPool := hv.MustAmax([]int64{1}, false, true)
+	context := ts.MustCat([]*ts.Tensor{te, mean, maxPool}, 1) // [B, 3H]
+	mean.MustDrop()
+	maxPool.MustDrop()
+
+	teRow := te.MustUnsqueeze(1, true) // [B, 1, H]
+	s := n.scoreNode.forward(h, false)
+	prod := h.MustMul(teRow, false)
+	teRow.MustDrop()
+	h.MustDrop()
+	s = s.MustAdd(n.scoreInteraction.forward(prod, true), true)
+	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true) // [B, 1, HH]
+	s = s.MustAdd(perSample, true).MustRelu(true)
+	perSample.MustDrop()
+	logits := n.scoreOut.forward(s, true).MustSqueezeDim(-1, true) // [B, N]
+	infeasible := in.Mask.MustLogicalNot(false)
+	logits = logits.MustMaskedFill(infeasible, ts.FloatScalar(MaskedLogit), true)
+	infeasible.MustDrop()
+
+	v := n.value1.forward(context, true).MustRelu(true)
+	v = n.value2.forward(v, true).MustSqueezeDim(-1, true).MustMulScalar(ts.FloatScalar(n.Arch.ValueScale), true)
+	return Output{Logits: logits, Value: v}
+}
+
+// linear is y = x W + b with W stored [in, out], initialised as PyTorch's nn.Linear is
+// (uniform in ±1/sqrt(in)).
+type linear struct{ w, b *ts.Tensor }
+
+func (n *Net) linear(name string, in, out int, bias bool) linear {
+	p := n.VS.Root().Sub(name)
+	bound := 1 / math.Sqrt(float64(in))
+	l := linear{w: p.MustNewVar("weight", []int64{int64(in), int64(out)}, gnn.NewUniformInit(-bound, bound))}
+	n.params = append(n.params, ts.NamedTensor{Name: name + ".weight", Tensor: l.w})
+	if bias {
+		l.b = p.MustNewVar("bias", []int64{int64(out)}, gnn.NewUniformInit(-bound, bound))
+		n.params = append(n.params, ts.NamedTensor{Name: name + ".bias", Tensor: l.b})
+	}
+	return l
+}
+
+// forward applies the layer; del frees x.
+func (l linear) forward(x *ts.Tensor, del bool) *ts.Tensor {
+	y := x.MustMatmul(l.w, del)
+	if l.b != nil {
+		y = y.MustAdd(l.b, true)
+	}
+	return y
+}

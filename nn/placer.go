@@ -1,0 +1,111 @@
+package nn
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/checkpoint"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// Policy is a loaded placement checkpoint. It hands out placers that share its (read-only)
+// network, so concurrent simulator runs need one load.
+type Policy struct {
+	Net      *Net
+	Manifest checkpoint.Manifest
+	name     string
+	dev      gotch.Device
+}
+
+// LoadPolicy loads the placement checkpoint in dir onto dev.
+func LoadPolicy(dir string, dev gotch.Device) (*Policy, error) {
+	net, m, err := LoadCheckpoint(dir, dev)
+	if err != nil {
+		return nil, err
+	}
+	if net.Arch.Env != env.PlacementName {
+		return nil, fmt.Errorf("checkpoint %s: a %s network cannot place tasks (want %s)", dir, net.Arch.Env, env.PlacementName)
+	}
+	return &Policy{Net: net, Manifest: m, name: "ckpt:" + filepath.Base(filepath.Clean(dir)), dev: dev}, nil
+}
+
+// NewPlacer returns a placer with its own buffers; it implements sim.Placer like the heuristics.
+func (p *Policy) NewPlacer() sim.Placer { return &placer{p: p} }
+
+// placer encodes each decision with the placement environment (the encoding the network was
+// trained on), scores every node in one forward pass, and takes the best feasible node; GPUs
+// within the node are the environment's least-fragmenting choice, as in the training data.
+type placer struct {
+	p         *Policy
+	clusterID uint64
+	env       *env.Placement
+	arrived   int64 // GPU milli of the tasks offered so far on this cluster, failed ones included
+	obs       env.Observation
+	batch     *HostBatch
+	logits    []float32
+}
+
+func (pl *placer) Name() string { return pl.p.name }
+
+// Place picks the feasible node with the highest logit; exact ties (identical node rows score
+// identically) are broken uniformly with rng, as the heuristics break theirs.
+func (pl *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
+	if pl.env == nil || pl.clusterID != c.ID() {
+		pl.env, pl.clusterID, pl.arrived = env.NewPlacement(c, env.DefaultOptions()), c.ID(), 0
+	}
+	before := pl.arrived
+	pl.arrived += t.TotalGPUMilli()
+	if pl.env.Present(t, before) == 0 {
+		return sim.Choice{}, false
+	}
+	pl.env.Observe(&pl.obs)
+	best := pl.choose(rng)
+	ch, err := pl.env.Choice(env.Action{Candidate: best})
+	if err != nil { // cannot happen: best is feasible by the mask; refuse rather than guess
+		return sim.Choice{}, false
+	}
+	return ch, true
+}
+
+// choose runs the network on the encoded decision and returns the best feasible node.
+func (pl *placer) choose(rng *rand.Rand) int {
+	p, obs := pl.p, &pl.obs
+	if pl.batch == nil || pl.batch.MaxNodes < obs.NumNodes {
+		pl.batch = NewHostBatch(p.Net.Arch, 1, obs.NumNodes)
+	}
+	if err := pl.batch.Put(0, obs); err != nil {
+		panic(err) // the checkpoint's spec was checked against env's at load
+	}
+	NoGrad(func() {
+		in := pl.batch.Tensors(p.dev)
+		out := p.Net.Forward(in)
+		in.Drop()
+		pl.logits = HostFloats(out.Logits, pl.logits)
+		out.Drop()
+	})
+	return argmaxFeasible(pl.logits, obs.Mask, rng)
+}
+
+// argmaxFeasible returns the feasible index with the largest logit, uniformly among exact ties.
+func argmaxFeasible(logits []float32, mask []bool, rng *rand.Rand) int {
+	best, ties := -1, 0
+	for i, ok := range mask {
+		if !ok {
+			continue
+		}
+		switch {
+		case best < 0 || logits[i] > logits[best]:
+			best, ties = i, 1
+		case logits[i] == logits[best]:
+			ties++
+			if rng != nil && rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
+}
