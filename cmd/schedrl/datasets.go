@@ -49,6 +49,7 @@ func datasetsBuildCmd() *cobra.Command {
 				"logs": func() { dc.Logs = logs }, "env": func() { dc.Env = envName }, "out": func() { dc.Out = out },
 				"val-fraction": func() { dc.ValFraction = valFraction }, "force": func() { dc.Force = force },
 				"workers": func() { dc.Workers = workers }, "shard-rows": func() { dc.ShardRows = shardRows },
+				"nodes": func() { dc.Nodes = nodes },
 			} {
 				if f.Changed(name) {
 					apply()
@@ -61,7 +62,7 @@ func datasetsBuildCmd() *cobra.Command {
 				return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
 			}
 			m, stats, err := datasets.Build(datasets.BuildOptions{
-				Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: nodes,
+				Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: dc.Nodes,
 				ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
 				Workers: dc.Workers, Gamma: dc.Gamma,
 				EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},

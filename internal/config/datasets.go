@@ -15,6 +15,8 @@ type DatasetsConfig struct {
 	// Out is the dataset directory; Force replaces an existing one.
 	Out   string `mapstructure:"out" yaml:"out"`
 	Force bool   `mapstructure:"force" yaml:"force"`
+	// Nodes, when set, is a node-list CSV that every log header must match.
+	Nodes string `mapstructure:"nodes" yaml:"nodes"`
 	// ValFraction of the episodes (logs) go to the validation split, chosen by the top-level seed.
 	ValFraction float64 `mapstructure:"val_fraction" yaml:"val_fraction"`
 	// ShardRows bounds the rows of one Parquet file; RowGroupRows the rows of one row group.
