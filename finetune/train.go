@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	opt := nn.NewAdam(m.pol.net.VS, nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
+	opt := nn.NewAdam(m.pol.net.Params(), nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
 	l := &learner{cfg: fc, pol: m.pol, opt: opt, ref: m.ref}
 	pl := &pool{eps: eps, slots: make([]*slot, fc.NumEnvs), workers: workers}
 	for i := range pl.slots {

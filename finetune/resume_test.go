@@ -1,0 +1,182 @@
+package finetune
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/checkpoint"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
+)
+
+func traceDir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+}
+
+// smallConfig is a seconds-long run on 24..32-node sub-clusters, warm-started from a saved
+// network so the KL penalty and its reference policy are exercised too.
+func smallConfig(t *testing.T, from, out string) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Seed = 11
+	cfg.Device = config.DeviceConfig{Name: "cpu", Threads: 1}
+	fc := &cfg.Finetune
+	fc.From, fc.Out = from, out
+	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
+	fc.TracesDir = traceDir()
+	fc.ClusterSizes = []int{24, 32}
+	fc.NumEnvs, fc.RolloutSteps, fc.Workers = 3, 16, 2
+	fc.TotalSteps = 12 * 3 * 16
+	fc.Epochs, fc.Minibatches = 2, 3
+	fc.CheckpointEvery, fc.EvalEvery = 2, 0
+	fc.EvalSeeds, fc.EvalClusterSize = "49", 24
+	fc.KLCoef, fc.KLDecay = 0.5, 0.5
+	fc.LR = 3e-3 // large, so the weights move visibly in a few updates
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// pretrained saves a freshly initialised placement network as a checkpoint to start from.
+func pretrained(t *testing.T) string {
+	t.Helper()
+	spec, err := env.SpecOf(env.PlacementName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nn.Seed(5)
+	var nc config.NetworkConfig
+	nc.SetDefaults()
+	net, err := nn.NewNet(nn.NewArch(spec, nc, 40), gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "pretrained")
+	if _, err := nn.SaveCheckpoint(dir, net, nn.Lineage{}); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// weights loads a checkpoint's VarStore file by tensor name.
+func weights(t *testing.T, dir string) map[string][]float64 {
+	t.Helper()
+	named, err := ts.LoadMulti(filepath.Join(dir, checkpoint.ModelFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]float64{}
+	for _, nt := range named {
+		out[nt.Name] = nt.Tensor.Float64Values(false)
+	}
+	return out
+}
+
+func sameWeights(t *testing.T, a, b map[string][]float64) bool {
+	t.Helper()
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("weight sets of %d and %d tensors", len(a), len(b))
+	}
+	for name, w := range a {
+		if !slices.Equal(w, b[name]) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestHelperProcess is the child that TestKillResume kills: a training run of the directory
+// named by FINETUNE_HELPER_OUT.
+func TestHelperProcess(t *testing.T) {
+	out := os.Getenv("FINETUNE_HELPER_OUT")
+	if out == "" {
+		t.Skip("only runs as the child of TestKillResume")
+	}
+	cfg := smallConfig(t, os.Getenv("FINETUNE_HELPER_FROM"), out)
+	if _, err := Run(context.Background(), cfg, Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKillResume kills a training process with SIGKILL once it has checkpointed, resumes the
+// run directory to the end, and requires exactly the weights of an uninterrupted run.
+func TestKillResume(t *testing.T) {
+	from := pretrained(t)
+	straight := filepath.Join(t.TempDir(), "straight")
+	res, err := Run(context.Background(), smallConfig(t, from, straight), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Complete || res.Updates != 12 {
+		t.Fatalf("uninterrupted run: %+v", res)
+	}
+	want := weights(t, straight)
+	if sameWeights(t, want, weights(t, from)) {
+		t.Fatal("training left the weights unchanged; the comparison would prove nothing")
+	}
+
+	killed := filepath.Join(t.TempDir(), "killed")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), "FINETUNE_HELPER_OUT="+killed, "FINETUNE_HELPER_FROM="+from)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		dir, err := latestCheckpoint(killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(filepath.Base(dir)); dir != "" && n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child wrote no checkpoint past update 4 in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(killed, checkpoint.ManifestFile)); err == nil {
+		t.Fatal("the child finished before the kill; make the run longer")
+	}
+
+	res, err = Run(context.Background(), smallConfig(t, from, killed), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Resumed || !res.Complete {
+		t.Fatalf("resumed run: %+v", res)
+	}
+	if !sameWeights(t, want, weights(t, killed)) {
+		t.Fatal("resumed run ended with different weights than the uninterrupted one")
+	}
+	recs, err := readRecord(filepath.Join(killed, RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if r.Update != i+1 {
+			t.Fatalf("run record line %d is update %d: the resume did not cut the record back", i+1, r.Update)
+		}
+	}
+	if _, err := checkpoint.Read(killed); err != nil {
+		t.Fatalf("final checkpoint does not verify: %v", err)
+	}
+}
