@@ -18,9 +18,18 @@
 //
 // [Cluster.Candidates] enumerates every feasible choice for a task (the action mask of the RL
 // environments); [Cluster.FeasibleNodes] lists feasible nodes only. A [Placer] (implemented by
-// package policy) picks one. [RunArrivals] runs the paper's protocol: tasks arrive one by one,
-// each is placed or fails, nothing departs, and a [Curve] row is kept per integer arrived
-// percentage (0..130).
+// package policy) picks one; placers break score ties by the cluster's tie order
+// ([Cluster.SetTieOrder]), a seeded random node order as in the paper's simulator.
+//
+// # Protocol
+//
+// [Prepare] loads an [Experiment] (node and pod lists, tuning ratio, seed): typical shapes from
+// the trace, the tuned and shuffled workload ([TuneWorkload]). [RunArrivals] runs the paper's
+// protocol: tasks arrive one by one, each is placed or fails, nothing departs, and a
+// [CurvePoint] is kept per integer arrived percentage (0..130), averaged over the events in
+// that percentage as the paper's analysis does. [RunTraceOrder] replays the trace's own
+// creations and deletions instead ([TraceOrder]), e.g. to build defragmentation start states.
+// [RunBatch] runs many experiments in parallel. Seeds split into independent streams ([RNG]).
 //
 // # Logs
 //

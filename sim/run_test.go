@@ -184,3 +184,29 @@ func TestLogReaderRejectsBadHeaders(t *testing.T) {
 		})
 	}
 }
+
+func TestRunTraceOrder(t *testing.T) {
+	p := prepare(t, "openb_pod_list_default.csv", 1)
+	events := sim.TraceOrder(p.Trace)
+	c, err := p.NewCluster()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fgd, _ := policy.NewPlacer("fgd")
+	mid := events[len(events)/2].Time
+	res, err := sim.RunTraceOrder(c, events, fgd, sim.RNG(1, sim.StreamPolicy), nil, func(ev sim.TraceEvent) bool { return ev.Time > mid })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Running() == 0 || c.Running() > res.Placed || res.Tasks == 0 {
+		t.Fatalf("mid-trace state: %d running of %d placed", c.Running(), res.Placed)
+	}
+	c2, _ := p.NewCluster()
+	full, err := sim.RunTraceOrder(c2, events, fgd, sim.RNG(1, sim.StreamPolicy), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpu, mem, gpu := c2.Used(); c2.Running() != 0 || cpu != 0 || mem != 0 || gpu != 0 || full.Tasks != len(p.Trace) {
+		t.Fatalf("after every deletion: %d running, used %d/%d/%d, %d tasks", c2.Running(), cpu, mem, gpu, full.Tasks)
+	}
+}

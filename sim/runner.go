@@ -115,3 +115,53 @@ func RunArrivals(c *Cluster, tasks []Task, p Placer, rng *rand.Rand, log *LogWri
 	res.Curve = bins.points()
 	return res, nil
 }
+
+// RunTraceOrder replays the trace's own timeline (see TraceOrder): creations are placed by p
+// or fail, deletions remove running tasks (a failed task's deletion is skipped). stop, when
+// not nil, ends the run before the first event for which it returns true, leaving e.g. a
+// fragmented starting state for defragmentation. The curve is not computed (tasks depart).
+func RunTraceOrder(c *Cluster, events []TraceEvent, p Placer, rng *rand.Rand, log *LogWriter, stop func(TraceEvent) bool) (RunResult, error) {
+	res := RunResult{Policy: p.Name(), FailedByKind: map[string]int{}}
+	for _, ev := range events {
+		if stop != nil && stop(ev) {
+			break
+		}
+		t := ev.Task
+		if ev.Delete {
+			if _, ok := c.Placement(t.Name); !ok {
+				continue
+			}
+			if _, err := c.Remove(t.Name); err != nil {
+				return res, err
+			}
+			if err := log.Delete(t.Name); err != nil {
+				return res, err
+			}
+			continue
+		}
+		res.Tasks++
+		res.ArrivedMilli += t.TotalGPUMilli()
+		if err := log.Arrive(t); err != nil {
+			return res, err
+		}
+		ch, ok := p.Place(c, t, rng)
+		if !ok {
+			res.Failed++
+			res.FailedByKind[t.Kind()]++
+			if err := log.Fail(t.Name, "no feasible node"); err != nil {
+				return res, err
+			}
+			continue
+		}
+		if err := c.Place(t, ch); err != nil {
+			return res, fmt.Errorf("run: policy %s chose an infeasible placement: %w", p.Name(), err)
+		}
+		res.Placed++
+		res.PlacedMilli += t.TotalGPUMilli()
+		if err := log.Bind(t.Name, c.Node(ch.Node).Name, ch.GPUs); err != nil {
+			return res, err
+		}
+	}
+	res.Final = c.Metrics()
+	return res, nil
+}

@@ -65,7 +65,11 @@ func init() {
 			"with --policy (" + strings.Join(policy.Placers(), ", ") + "), and writes the curve CSV\n" +
 			"(arrived_pct,alloc_gpu_pct,frag_gpu,frag_ratio_pct), the decision log (JSON lines, see\n" +
 			"docs/decision-log.md) and a summary. With --seeds or several --pods it runs a batch in\n" +
-			"parallel, one decision log per (pods, seed) in --log-dir. Flags override the config's sim section.",
+			"parallel, one decision log per (pods, seed) in --log-dir. Flags override the config's sim section.\n\n" +
+			"--json fields: alloc_gpu_pct is allocated GPU milli / GPU capacity (the paper's headline, as\n" +
+			"in the curve); alloc_milligpu_pct is the placed share of the arrived GPU request (milli);\n" +
+			"alloc_cpu_pct / alloc_mem_pct are CPU and memory allocated; occupied_gpu_pct counts GPUs with\n" +
+			"any share in use; frag_gpu is the FGD fragment in GPUs and frag_ratio_pct its share of idle GPU.",
 		Example: "  schedrl sim --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv --policy fgd --out curve.csv --json\n" +
 			"  schedrl sim --policy fgd --pods default.csv,gpushare40.csv --seeds 42-46 --log-dir runs/logs",
 		Args: cobra.NoArgs,
