@@ -83,6 +83,13 @@ func NewNet(arch Arch, dev gotch.Device) (*Net, error) {
 		return nil, err
 	}
 	n := &Net{Arch: arch, VS: gnn.NewVarStore(dev)}
+	pinned(func() { n.build() })
+	return n, nil
+}
+
+// build creates the layers (gotch's initialisers toggle grad mode, hence pinned).
+func (n *Net) build() {
+	arch := n.Arch
 	h, hh := arch.Hidden, arch.HeadHidden
 	in := arch.NodeDim
 	for l := range arch.EncoderLayers {
@@ -96,7 +103,6 @@ func NewNet(arch Arch, dev gotch.Device) (*Net, error) {
 	n.scoreOut = n.linear("score_out", hh, 1, true)
 	n.value1 = n.linear("value1", 3*h, hh, true)
 	n.value2 = n.linear("value2", hh, 1, true)
-	return n, nil
 }
 
 // Params lists the trainable tensors by VarStore name, in a fixed order. They are the

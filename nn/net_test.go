@@ -184,9 +184,11 @@ func trainSteps(t *testing.T, net *Net, opt *Adam, in *Input, steps int) {
 	t.Helper()
 	for range steps {
 		opt.ZeroGrad()
-		loss := quadLoss(net, in)
-		loss.MustBackward()
-		loss.MustDrop()
+		WithGrad(func() {
+			loss := quadLoss(net, in)
+			loss.MustBackward()
+			loss.MustDrop()
+		})
 		opt.ClipGradNorm(0.5)
 		opt.Step(0.01)
 	}
@@ -257,15 +259,19 @@ func TestAdamResumesExactlyAndMatchesLibtorch(t *testing.T) {
 	}
 	for range 4 {
 		oa.ZeroGrad()
-		l := quadLoss(ours, in)
-		l.MustBackward()
-		l.MustDrop()
-		oa.Step(0.01)
-		l2 := quadLoss(theirs, in)
-		if err := ta.BackwardStep(l2); err != nil {
+		var err error
+		WithGrad(func() {
+			l := quadLoss(ours, in)
+			l.MustBackward()
+			l.MustDrop()
+			l2 := quadLoss(theirs, in)
+			err = ta.BackwardStep(l2)
+			l2.MustDrop()
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-		l2.MustDrop()
+		oa.Step(0.01)
 	}
 	wo, wt := weights(ours), weights(theirs)
 	for name := range wo {

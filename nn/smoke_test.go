@@ -75,11 +75,14 @@ func TestMLPLearnsAndReloads(t *testing.T) {
 	}
 	start := time.Now()
 	for range 300 {
-		loss := model.Forward(trainX).CrossEntropyForLogits(trainY)
-		if err := opt.BackwardStep(loss); err != nil {
+		WithGrad(func() {
+			loss := model.Forward(trainX).CrossEntropyForLogits(trainY)
+			err = opt.BackwardStep(loss)
+			loss.MustDrop()
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
-		loss.MustDrop()
 	}
 	var acc float64
 	NoGrad(func() { acc = model.Forward(testX).AccuracyForLogits(testY).Float64Values(true)[0] })
