@@ -90,7 +90,8 @@ func (pl *placer) choose(rng *rand.Rand) int {
 	return argmaxFeasible(pl.logits, obs.Mask, rng)
 }
 
-// argmaxFeasible returns the feasible index with the largest logit, uniformly among exact ties.
+// argmaxFeasible returns the feasible index with the largest logit, uniformly among exact ties
+// (rng nil: the first); -1 when nothing is feasible.
 func argmaxFeasible(logits []float32, mask []bool, rng *rand.Rand) int {
 	best, ties := -1, 0
 	for i, ok := range mask {
