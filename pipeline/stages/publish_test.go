@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -13,16 +14,74 @@ import (
 
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/checkpoint"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/testserver"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/registry"
+	"github.com/schedrl/schedrl/registry/mlflow"
 )
 
-// TestPublishGate publishes into a real file:// registry from a real eval of heuristics. The
-// pipeline-policies.json roles are written by hand, naming heuristics as the candidate and the
-// champion, since checkpoints cannot run without libtorch here; the gate compares rows by name.
+// TestPublishGate publishes into a real file:// registry from a real eval of heuristics.
 func TestPublishGate(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Registry.Store = "file://" + t.TempDir()
+	testPublishGate(t, cfg)
+}
+
+// TestPublishToMinIOAndMLflow is the same against a real MinIO store mirrored to a real MLflow
+// server, and checks what MLflow shows: the registered versions, the champion alias and the
+// version's run with its eval metrics.
+func TestPublishToMinIOAndMLflow(t *testing.T) {
+	cfg := testConfig(t)
+	minio, err := testserver.StartMinIO()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer minio.Close()
+	mlf, err := testserver.StartMLflow(minio, "mlflow-artifacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mlf.Close()
+	if err := minio.MakeBucket("models"); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Registry.Store = "s3://models/schedrl"
+	cfg.Registry.S3.Endpoint = minio.Endpoint
+	cfg.Registry.S3.AccessKey, cfg.Registry.S3.SecretKey = minio.AccessKey, minio.SecretKey
+	cfg.Registry.Tracking.URI = mlf.URI
+	testPublishGate(t, cfg)
+
+	client := mlflow.New(cfg.Registry.Tracking, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	versions, err := client.SearchModelVersions(ctx, "name='placement'")
+	if err != nil || len(versions) != 2 {
+		t.Fatalf("MLflow model versions %+v (%v), want 2", versions, err)
+	}
+	champ, err := client.ByAlias(ctx, "placement", "champion")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if champ.TagValue(registry.TagVersion) != "1" {
+		t.Errorf("MLflow champion is store version %q, want 1", champ.TagValue(registry.TagVersion))
+	}
+	run, err := client.GetRun(ctx, champ.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range run.Data.Metrics {
+		found = found || m.Key == "eval_alloc_gpu_pct_130_gpushare40"
+	}
+	if !found {
+		t.Errorf("MLflow run %s metrics %v lack the eval metric", run.Info.RunID, run.Data.Metrics)
+	}
+}
+
+// testPublishGate runs the publish stage three times over a real eval of heuristics. The
+// pipeline-policies.json roles are written by hand, naming heuristics as the candidate and the
+// champion, since checkpoints cannot run without libtorch here; the gate compares rows by name.
+func testPublishGate(t *testing.T, cfg config.Config) {
 	cfg.Eval.Policies = []string{"bestfit", "fgd", "packing"}
 	cfg.Eval.Traces = []string{"gpushare40"}
 	cfg.Eval.Nodes = cfg.Sim.Nodes
@@ -35,7 +94,13 @@ func TestPublishGate(t *testing.T) {
 	if _, err := eval.Run(context.Background(), cfg.Eval, eval.Options{Log: quiet}); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := registry.Open(cfg.Registry, quiet)
+	var regLog bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("registry log:\n%s", regLog.String())
+		}
+	})
+	reg, err := registry.Open(cfg.Registry, slog.New(slog.NewTextHandler(&regLog, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
