@@ -177,4 +177,3 @@ func testPublishGate(t *testing.T, cfg config.Config) {
 		t.Errorf("lookupAlias = %q, %v", ref, err)
 	}
 }
-
