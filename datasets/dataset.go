@@ -123,6 +123,9 @@ func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64) (*cursor, error) {
 	c := &cursor{d: d, ep: ep, p: p, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
 	for c.step < from {
 		r, err := c.rows.next()
+		if err == nil {
+			err = applyChanges(p.Cluster(), r.Changes)
+		}
 		if err != nil {
 			c.close()
 			return nil, c.errorf("%v", err)
@@ -153,6 +156,9 @@ func (c *cursor) next() (*Sample, error) {
 	if int64(r.Step) != c.step || r.Episode != c.ep.ID {
 		return nil, c.errorf("shard row is episode %d step %d", r.Episode, r.Step)
 	}
+	if err := applyChanges(c.p.Cluster(), r.Changes); err != nil {
+		return nil, c.errorf("%v", err)
+	}
 	t := taskOf(r)
 	c.p.Present(t, r.ArrivedMilli)
 	c.p.Observe(&c.sample.Obs)
@@ -173,6 +179,22 @@ func (c *cursor) next() (*Sample, error) {
 }
 
 func (c *cursor) close() { c.rows.close() }
+
+// applyChanges replays the departures and migrations logged before a decision.
+func applyChanges(c *sim.Cluster, changes []Change) error {
+	for _, ch := range changes {
+		var err error
+		if ch.Node < 0 {
+			_, err = c.Remove(ch.Task)
+		} else {
+			err = c.Migrate(ch.Task, sim.Choice{Node: int(ch.Node), GPUs: sim.GPUSet(ch.GPUs)})
+		}
+		if err != nil {
+			return fmt.Errorf("stored change: %w", err)
+		}
+	}
+	return nil
+}
 
 // taskOf is the task a row decides about.
 func taskOf(r Row) sim.Task {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"testing"
 )
@@ -55,7 +56,7 @@ func TestPyarrowReadsShard(t *testing.T) {
 	if len(shards) != 1 {
 		t.Fatalf("got %d shards, want 1", len(shards))
 	}
-	checkWithPyarrow(t, py, filepath.Join(dir, shards[0].Path), rows, []int{0, 1, 999, 1000, 2499})
+	checkWithPyarrow(t, py, filepath.Join(dir, shards[0].Path), rows, []int{0, 1, 999, 1000, 2490, 2499})
 }
 
 // checkWithPyarrow compares pyarrow's view of a shard with the rows Go wrote to it.
@@ -110,6 +111,13 @@ func checkWithPyarrow(t *testing.T, py, shard string, rows []Row, check []int) {
 			if rec[name] != w {
 				t.Errorf("row %d column %s: pyarrow %v, Go wrote %v", r, name, rec[name], w)
 			}
+		}
+		wantChanges := []interface{}{}
+		for _, c := range want.Changes {
+			wantChanges = append(wantChanges, map[string]interface{}{"task": c.Task, "node": float64(c.Node), "gpus": float64(c.GPUs)})
+		}
+		if got := rec["changes"]; !reflect.DeepEqual(got, wantChanges) {
+			t.Errorf("row %d changes: pyarrow %v, Go wrote %v", r, got, wantChanges)
 		}
 		if want.LogProb == nil {
 			if rec["log_prob"] != nil {

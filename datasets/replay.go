@@ -50,6 +50,7 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 	arrivedBefore := map[string]int64{}
 	var arrived int64
 	var mask []bool
+	var changes []Change
 	for {
 		ev, err := lr.Next()
 		if err == io.EOF {
@@ -60,10 +61,18 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 		}
 		line := lr.Line()
 		if ev.Type != sim.EvBind {
+			_, running := r.C.Placement(ev.Task)
 			if err := r.Apply(ev); err != nil {
 				return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 			}
 			switch ev.Type {
+			case sim.EvDelete, sim.EvEvict:
+				if running {
+					changes = append(changes, Change{Task: ev.Task, Node: -1})
+				}
+			case sim.EvMigrate:
+				pl, _ := r.C.Placement(ev.Task)
+				changes = append(changes, Change{Task: ev.Task, Node: int32(pl.Choice.Node), GPUs: int32(pl.Choice.GPUs)})
 			case sim.EvArrive:
 				t, _ := r.Pending(ev.Task)
 				arrivedBefore[ev.Task] = arrived
@@ -98,8 +107,10 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 			TaskGPUSpec: t.Spec(), ArrivedMilli: arrivedBefore[ev.Task],
 			Mask: PackMask(nil, mask), NumFeasible: int32(feasible),
 			Action: int32(pl.Choice.Node), ActionGPUs: int32(pl.Choice.GPUs),
-			Reward: float32(p.Reward(t, r.C.ClusterFrag()-before)),
+			Reward:  float32(p.Reward(t, r.C.ClusterFrag()-before)),
+			Changes: changes,
 		})
+		changes = nil
 	}
 	ep.log = FileInfo{Path: path, Bytes: counted.n, SHA256: hex.EncodeToString(sum.Sum(nil))}
 	finishEpisode(ep, o.Gamma)

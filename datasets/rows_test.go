@@ -34,6 +34,9 @@ func syntheticRows(n, candidates int) []Row {
 			Action: int32(rng.IntN(candidates)), ActionGPUs: int32(rng.IntN(256)),
 			Reward: float32(rng.IntN(200)-100) / 8, Done: i%1000 == 999, ReturnToGo: float32(i) / 4, LogProb: lp,
 		}
+		if i%10 == 0 {
+			rows[i].Changes = []Change{{Task: "gone-" + strconv.Itoa(i), Node: -1}, {Task: "moved", Node: int32(i % candidates), GPUs: 3}}
+		}
 	}
 	return rows
 }

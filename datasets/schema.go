@@ -6,8 +6,8 @@ import "fmt"
 const SchemaVersion = "transitions-v1"
 
 // Row is one decision. The observation is not stored: it is rebuilt exactly by replaying the
-// episode's actions through the environment from the episode's starting context (see
-// env.Context). That keeps a transition on the 1213-node cluster to a few hundred bytes instead
+// episode's actions (and logged changes) through the environment from the episode's starting
+// context (see env.Context). That keeps a transition on the 1213-node cluster to a few hundred bytes instead
 // of tens of kilobytes, and the stored mask lets the reader prove the rebuild matches.
 type Row struct {
 	Episode int32  `parquet:"episode,delta"`
@@ -33,6 +33,16 @@ type Row struct {
 	Done       bool     `parquet:"done"`
 	ReturnToGo float32  `parquet:"return_to_go"`
 	LogProb    *float32 `parquet:"log_prob,optional"` // set when the logged policy recorded one
+	// Changes are the state changes the log records between the previous decision and this one
+	// (departures, evictions, migrations), applied in order before the decision.
+	Changes []Change `parquet:"changes,list"`
+}
+
+// Change is a running task leaving (Node < 0) or moving to Node and GPUs.
+type Change struct {
+	Task string `parquet:"task"`
+	Node int32  `parquet:"node"`
+	GPUs int32  `parquet:"gpus"`
 }
 
 // Columns lists the column names in schema order, for documentation and interop checks.
@@ -40,7 +50,7 @@ var Columns = []string{
 	"episode", "step", "log_line", "stage", "task_id",
 	"task_cpu_milli", "task_memory_mib", "task_num_gpu", "task_gpu_milli", "task_gpu_spec",
 	"arrived_gpu_milli", "mask", "num_feasible", "action", "action_gpus",
-	"reward", "done", "return_to_go", "log_prob",
+	"reward", "done", "return_to_go", "log_prob", "changes",
 }
 
 // PackMask packs a candidate mask into the Row.Mask bitmap, reusing dst.
