@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -12,6 +14,9 @@ import (
 
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/registry"
+	"github.com/schedrl/schedrl/sim"
 )
 
 func init() {
@@ -61,7 +66,10 @@ func init() {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolvePolicy, Force: force,
+			cfg.Eval = ec
+			resolve, cleanup := policyResolver(cfg, slog.Default())
+			defer cleanup()
+			m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolve, Force: force,
 				Log: slog.Default(), Progress: isTerminal(os.Stderr)})
 			if err != nil {
 				return err
@@ -96,13 +104,52 @@ func splitList(xs []string) []string {
 	return out
 }
 
-// resolvePolicy adds checkpoints and registry references to eval's heuristics.
-func resolvePolicy(ref eval.PolicyRef) (eval.PolicyFactory, error) {
-	switch ref.Kind {
-	case eval.Checkpoint:
-		return nil, fmt.Errorf("policy %q: checkpoint policies need package nn's placement adapter (pretrain issue), which this build does not have yet", ref.Raw)
-	case eval.Registry:
-		return nil, fmt.Errorf("policy %q: registry references need package registry's pull (registry issue), which this build does not have yet", ref.Raw)
+// policyResolver resolves heuristics through eval, checkpoints through nn (each loaded once,
+// its placers sharing the network) and registry references by pulling the version into a
+// temporary directory, then loading it as a checkpoint. cleanup removes the pulled versions.
+func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver, cleanup func()) {
+	// Eval already runs one simulation per core; libtorch threads on top would only contend.
+	if cfg.Device.Threads == 0 && cfg.Eval.Parallelism != 1 {
+		cfg.Device.Threads = 1
 	}
-	return eval.Heuristics(ref)
+	var pulled string
+	cleanup = func() {
+		if pulled != "" {
+			os.RemoveAll(pulled)
+		}
+	}
+	loadCheckpoint := func(ref eval.PolicyRef, dir string) (eval.PolicyFactory, error) {
+		dev, err := nn.Device(cfg.Device)
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+		}
+		p, err := nn.LoadPolicy(dir, dev)
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+		}
+		return func() (sim.Placer, error) { return p.NewPlacer(), nil }, nil
+	}
+	resolve = func(ref eval.PolicyRef) (eval.PolicyFactory, error) {
+		switch ref.Kind {
+		case eval.Checkpoint:
+			return loadCheckpoint(ref, ref.Dir)
+		case eval.Registry:
+			reg, err := registry.Open(cfg.Registry, log)
+			if err != nil {
+				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+			}
+			if pulled == "" {
+				if pulled, err = os.MkdirTemp("", "schedrl-eval-pull-"); err != nil {
+					return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+				}
+			}
+			dest := filepath.Join(pulled, ref.Name+"@"+ref.Tag)
+			if _, err := reg.Pull(context.Background(), ref.Raw, dest, true); err != nil {
+				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+			}
+			return loadCheckpoint(ref, dest)
+		}
+		return eval.Heuristics(ref)
+	}
+	return resolve, cleanup
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/finetune"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/pipeline/stages"
@@ -37,7 +40,7 @@ func init() {
 			}
 			resolve, cleanup := policyResolver(cfg, slog.Default())
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve})
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Finetune: finetuneStage})
 			if err != nil {
 				return err
 			}
@@ -83,7 +86,7 @@ func init() {
 			}
 			resolve, cleanup := policyResolver(cfg, slog.Default())
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve})
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Finetune: finetuneStage})
 			if err != nil {
 				return err
 			}
@@ -128,4 +131,25 @@ func loadPipelineConfig(cmd *cobra.Command) (config.Config, string, error) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// finetuneStage runs PPO for the pipeline; finetune resumes from the newest checkpoint in
+// its output directory by itself.
+func finetuneStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error) {
+	var bar io.Writer
+	if env.Terminal {
+		bar = os.Stderr
+	}
+	res, err := finetune.Run(ctx, cfg, finetune.Options{Bar: bar, Log: env.Log})
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if !res.Complete {
+		return pipeline.Result{}, fmt.Errorf("stopped after %d updates, before its budget", res.Updates)
+	}
+	return pipeline.Result{
+		Metric: &pipeline.Metric{Name: "heldout_alloc_gpu_pct", Value: res.FinalMean},
+		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out %.2f -> %.2f",
+			res.EnvSteps, res.StepsPerSecond, res.StartMean, res.FinalMean),
+	}, nil
 }
