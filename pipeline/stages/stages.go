@@ -21,7 +21,7 @@ type Deps struct {
 	// ResolvePolicy resolves eval policy references, checkpoints included.
 	ResolvePolicy eval.Resolver
 	// Pretrain and Finetune run the training stages; nil makes them unavailable.
-	Pretrain, Finetune *Trainer
+	Pretrain, Finetune TrainFunc
 
 	registry *registry.Registry // opened by Build from the registry section
 }
@@ -60,9 +60,9 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	case "datasets":
 		return newDatasets(cfg), nil
 	case "pretrain":
-		return newTrain("pretrain", d.Pretrain), nil
+		return newPretrain(cfg, d.Pretrain)
 	case "finetune":
-		return newTrain("finetune", d.Finetune), nil
+		return newFinetune(cfg, d.Finetune)
 	case "eval":
 		return newEval(cfg, d)
 	case "publish":

@@ -2,39 +2,93 @@ package stages
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 
+	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
-// Trainer is a training stage (pretrain, finetune) as the command layer links it in: the
-// packages that train link libtorch, so this package only sees their entry point.
-type Trainer struct {
-	// Key is the part of the config that decides the trained weights (section, seed, device
-	// kind); paths and worker counts stay out.
-	Key any
-	// Run trains from in (the dataset, or the checkpoint to fine-tune) into env.OutDir. With
-	// env.Resumed, env.OutDir holds the checkpoints of an interrupted run to continue from.
-	Run func(ctx context.Context, in pipeline.Output, env pipeline.Env) (pipeline.Result, error)
-}
+// TrainFunc runs a training stage (pretrain or finetune) as the command layer links it in:
+// the training packages link libtorch, so this package only sees their entry point. cfg has
+// the stage's input and output set (pretrain.dataset and pretrain.out, or finetune.from and
+// finetune.out = env.OutDir). With env.Resumed, env.OutDir holds the checkpoints of an
+// interrupted run with the same key, to continue from.
+type TrainFunc func(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error)
 
 type trainStage struct {
 	name, input string
-	t           *Trainer
+	cfg         config.Config
+	run         TrainFunc
+	key         any
 }
 
-func newTrain(name string, t *Trainer) pipeline.Stage {
-	if t == nil {
-		return unavailable(name, "package "+name+" has not landed")
+// trainKey is what decides the trained weights: the stage's section without its locations
+// and worker count, the network, the seed, the device (CPU and CUDA round differently) and
+// the content of the reference files it reads.
+type trainKey struct {
+	Section any                  `json:"section"`
+	Network config.NetworkConfig `json:"network"`
+	Seed    int64                `json:"seed"`
+	Device  string               `json:"device"`
+	Files   []logFile            `json:"files,omitempty"`
+}
+
+func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
+	if run == nil {
+		return unavailable("pretrain", "package pretrain has not landed"), nil
 	}
-	input := map[string]string{"pretrain": "datasets", "finetune": "pretrain"}[name]
-	return &trainStage{name: name, input: input, t: t}
+	sec := cfg.Pretrain
+	sec.Dataset, sec.Out = "", ""
+	files := map[string]string{}
+	if sec.ValDataset != "" {
+		files["val_dataset"] = filepath.Join(sec.ValDataset, "manifest.json")
+		sec.ValDataset = ""
+	}
+	hashes, err := hashFiles("pretrain", files)
+	if err != nil {
+		return nil, err
+	}
+	key := trainKey{Section: sec, Network: cfg.Network, Seed: cfg.Seed, Device: cfg.Device.Name, Files: hashes}
+	return &trainStage{name: "pretrain", input: "datasets", cfg: cfg, run: run, key: key}, nil
+}
+
+func newFinetune(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
+	if run == nil {
+		return unavailable("finetune", "package finetune has not landed"), nil
+	}
+	sec := cfg.Finetune
+	files := map[string]string{"nodes": sec.Nodes}
+	for _, t := range sec.Traces {
+		ref, err := eval.ParseTraceRef(t, sec.TracesDir)
+		if err != nil {
+			return nil, fmt.Errorf("finetune.traces: %w", err)
+		}
+		files["trace "+ref.Name] = ref.Path
+	}
+	hashes, err := hashFiles("finetune", files)
+	if err != nil {
+		return nil, err
+	}
+	sec.From, sec.Out, sec.Workers, sec.Nodes, sec.TracesDir = "", "", 0, "", ""
+	key := trainKey{Section: sec, Network: cfg.Network, Seed: cfg.Seed, Device: cfg.Device.Name, Files: hashes}
+	return &trainStage{name: "finetune", input: "pretrain", cfg: cfg, run: run, key: key}, nil
 }
 
 func (s *trainStage) Name() string     { return s.name }
 func (s *trainStage) Inputs() []string { return []string{s.input} }
-func (s *trainStage) Config() any      { return s.t.Key }
+func (s *trainStage) Config() any      { return s.key }
 func (s *trainStage) Resumable() bool  { return true }
 
 func (s *trainStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result, error) {
-	return s.t.Run(ctx, env.Inputs[s.input], env)
+	cfg := s.cfg
+	in := env.Inputs[s.input].Dir
+	switch s.name {
+	case "pretrain":
+		cfg.Pretrain.Dataset, cfg.Pretrain.Out = in, env.OutDir
+	case "finetune":
+		cfg.Finetune.From, cfg.Finetune.Out = in, env.OutDir
+	}
+	return s.run(ctx, cfg, env)
 }
