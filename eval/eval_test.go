@@ -325,3 +325,12 @@ func TestRunFailureLeavesNoReport(t *testing.T) {
 		t.Errorf("a failed evaluation left %v behind", entries)
 	}
 }
+
+// pngNames lists the figures a report must have.
+func pngNames(traces []string) []string {
+	var names []string
+	for _, t := range traces {
+		names = append(names, "alloc_"+t+".png", "frag_"+t+".png")
+	}
+	return append(names, "bars_alloc130.png", "bars_frag130.png")
+}

@@ -316,12 +316,3 @@ func savePanels(path string, grid [][]*plot.Plot, w, h vg.Length) error {
 	}
 	return f.Commit()
 }
-
-// pngNames lists the figure files of a report, in the order the report shows them.
-func pngNames(traces []string) []string {
-	var names []string
-	for _, t := range traces {
-		names = append(names, "alloc_"+t+".png", "frag_"+t+".png")
-	}
-	return append(names, "bars_alloc130.png", "bars_frag130.png")
-}
