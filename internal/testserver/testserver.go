@@ -130,7 +130,8 @@ func (p *process) waitHTTP(url string, timeout time.Duration) error {
 	return fmt.Errorf("testserver: %s not ready at %s after %v:\n%s", p.name, url, timeout, p.logTail())
 }
 
-// stop ends the process group: SIGTERM, then SIGKILL after 10 s.
+// stop ends the process group: SIGINT (gunicorn's quick shutdown; SIGTERM waits for
+// requests), then SIGKILL after 3 s.
 func (p *process) stop() {
 	if p.cmd == nil {
 		return
@@ -141,10 +142,10 @@ func (p *process) stop() {
 		return
 	default:
 	}
-	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(3 * time.Second):
 		syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 	}

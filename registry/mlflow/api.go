@@ -90,7 +90,7 @@ func (c *Client) EnsureExperiment(ctx context.Context, name string) (string, err
 func (c *Client) CreateRun(ctx context.Context, expID, name string, start time.Time, tags []Tag) (Run, error) {
 	var got struct{ Run Run }
 	err := c.call(ctx, http.MethodPost, "runs/create", nil, map[string]any{
-		"experiment_id": expID, "run_name": name, "start_time": Millis(start), "tags": tags,
+		"experiment_id": expID, "run_name": name, "start_time": Millis(start), "tags": nonNil(tags),
 	}, &got)
 	return got.Run, err
 }
@@ -100,9 +100,12 @@ func (c *Client) LogBatch(ctx context.Context, runID string, metrics []Metric, p
 	const maxMetrics, maxParams, maxTags = 1000, 100, 100
 	for len(metrics) > 0 || len(params) > 0 || len(tags) > 0 {
 		m, p, t := min(len(metrics), maxMetrics), min(len(params), maxParams), min(len(tags), maxTags)
-		err := c.call(ctx, http.MethodPost, "runs/log-batch", nil, map[string]any{
-			"run_id": runID, "metrics": metrics[:m], "params": params[:p], "tags": tags[:t],
-		}, nil)
+		err := c.call(ctx, http.MethodPost, "runs/log-batch", nil, struct {
+			RunID   string   `json:"run_id"`
+			Metrics []Metric `json:"metrics"`
+			Params  []Param  `json:"params"`
+			Tags    []Tag    `json:"tags"`
+		}{runID, nonNil(metrics[:m]), nonNil(params[:p]), nonNil(tags[:t])}, nil)
 		if err != nil {
 			return err
 		}
@@ -140,7 +143,7 @@ func (c *Client) CreateModelVersion(ctx context.Context, name, source, runID str
 		ModelVersion ModelVersion `json:"model_version"`
 	}
 	err := c.call(ctx, http.MethodPost, "model-versions/create", nil, map[string]any{
-		"name": name, "source": source, "run_id": runID, "tags": tags,
+		"name": name, "source": source, "run_id": runID, "tags": nonNil(tags),
 	}, &got)
 	return got.ModelVersion, err
 }
@@ -182,4 +185,12 @@ func (c *Client) ByAlias(ctx context.Context, name, alias string) (ModelVersion,
 	}
 	err := c.call(ctx, http.MethodGet, "registered-models/alias", url.Values{"name": {name}, "alias": {alias}}, nil, &got)
 	return got.ModelVersion, err
+}
+
+// nonNil makes a nil list encode as [], which the server requires (null is a 500).
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
