@@ -78,8 +78,8 @@ func (s *evalStage) Config() any      { return s.key }
 
 func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result, error) {
 	roles := evalPolicies{
-		Candidate:  "ckpt:" + env.Inputs["finetune"].Dir,
-		Pretrained: "ckpt:" + env.Inputs["pretrain"].Dir,
+		Candidate:  "ckpt:" + checkpointDir(env.Inputs["finetune"].Dir),
+		Pretrained: "ckpt:" + checkpointDir(env.Inputs["pretrain"].Dir),
 		Champion:   s.champion,
 	}
 	ec := s.cfg

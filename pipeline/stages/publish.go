@@ -94,7 +94,7 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		return pipeline.Result{}, err
 	}
 	defer os.RemoveAll(version)
-	if err := assembleVersion(version, env.Inputs["finetune"].Dir, evalDir, m, roles.Candidate); err != nil {
+	if err := assembleVersion(version, checkpointDir(env.Inputs["finetune"].Dir), evalDir, m, roles.Candidate); err != nil {
 		return pipeline.Result{}, err
 	}
 	v, err := s.reg.Publish(ctx, s.model, version)

@@ -3,9 +3,11 @@ package stages
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 )
@@ -88,7 +90,17 @@ func (s *trainStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result
 	case "pretrain":
 		cfg.Pretrain.Dataset, cfg.Pretrain.Out = in, env.OutDir
 	case "finetune":
-		cfg.Finetune.From, cfg.Finetune.Out = in, env.OutDir
+		cfg.Finetune.From, cfg.Finetune.Out = checkpointDir(in), env.OutDir
 	}
 	return s.run(ctx, cfg, env)
+}
+
+// checkpointDir is the checkpoint a training stage's output holds: its final/ folder when it
+// has one (pretrain keeps resumable checkpoints beside it), else the output itself.
+func checkpointDir(out string) string {
+	final := filepath.Join(out, "final")
+	if _, err := os.Stat(filepath.Join(final, checkpoint.ManifestFile)); err == nil {
+		return final
+	}
+	return out
 }
