@@ -15,12 +15,12 @@ import (
 )
 
 // Dataset is an opened, verified dataset directory. Its readers share node-scoring caches, so
-// use one Dataset per goroutine.
+// use one Dataset per goroutine (Batches parallelises internally).
 type Dataset struct {
 	Dir      string
 	Manifest *Manifest
 	contexts map[string]env.Context
-	caches   map[string]*env.ScoreCache // per context
+	caches   []map[string]*env.ScoreCache // per reader goroutine, per context
 	maxNodes int
 }
 
@@ -37,7 +37,7 @@ func Open(dir string) (*Dataset, error) {
 	if err := m.Verify(dir); err != nil {
 		return nil, err
 	}
-	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}, caches: map[string]*env.ScoreCache{}}
+	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}}
 	for _, c := range m.Contexts {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path)))
 		if err != nil {
@@ -48,15 +48,26 @@ func Open(dir string) (*Dataset, error) {
 			return nil, fmt.Errorf("dataset %s: %s: %w", dir, c.Path, err)
 		}
 		d.contexts[c.Path] = ctx
-		d.caches[c.Path] = env.NewScoreCache()
 		d.maxNodes = max(d.maxNodes, len(ctx.Nodes))
 	}
+	d.reserveCaches(1)
 	for _, ep := range m.Episodes {
 		if _, ok := d.contexts[ep.Context]; !ok {
 			return nil, fmt.Errorf("dataset %s: episode %d names context %q that the manifest does not list", dir, ep.ID, ep.Context)
 		}
 	}
 	return d, nil
+}
+
+// reserveCaches makes sure n reader goroutines have their own caches.
+func (d *Dataset) reserveCaches(n int) {
+	for len(d.caches) < n {
+		m := map[string]*env.ScoreCache{}
+		for path := range d.contexts {
+			m[path] = env.NewScoreCache()
+		}
+		d.caches = append(d.caches, m)
+	}
 }
 
 // Episodes lists the episodes of a split.
@@ -82,7 +93,7 @@ type Sample struct {
 // ReadEpisode rebuilds every step of an episode in order and calls fn with it; fn must not keep
 // the sample, whose buffers are reused.
 func (d *Dataset) ReadEpisode(ep EpisodeInfo, fn func(*Sample) error) error {
-	cur, err := d.openCursor(ep, 0, ep.Rows)
+	cur, err := d.openCursor(ep, 0, ep.Rows, 0)
 	if err != nil {
 		return err
 	}
@@ -113,13 +124,13 @@ type cursor struct {
 }
 
 // openCursor replays the episode's first `from` actions without encoding them, so a chunk in
-// the middle of an episode starts from the exact state the expert saw.
-func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64) (*cursor, error) {
+// the middle of an episode starts from the exact state the expert saw. worker picks the caches.
+func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64, worker int) (*cursor, error) {
 	p, err := d.contexts[ep.Context].NewPlacement()
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: episode %d: %w", d.Dir, ep.ID, err)
 	}
-	p.ShareCache(d.caches[ep.Context])
+	p.ShareCache(d.caches[worker][ep.Context])
 	c := &cursor{d: d, ep: ep, p: p, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
 	for c.step < from {
 		r, err := c.rows.next()

@@ -176,3 +176,32 @@ func TestSplitIsDeterministicByEpisode(t *testing.T) {
 		}
 	}
 }
+
+func TestBatchesDoNotDependOnWorkers(t *testing.T) {
+	d, err := Open(smallDataset(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(workers int) (out [][]float32) {
+		o := DefaultBatchOptions(SplitTrain, 50)
+		o.Seed, o.ChunkRows, o.Open, o.Workers = 4, 60, 5, workers
+		b, err := d.Batches(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		for {
+			bt, err := b.Next()
+			if err == io.EOF {
+				return out
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append(append([]float32(nil), bt.Nodes[:bt.Size*bt.MaxNodes*bt.NodeDim]...), float32(bt.Step[0])))
+		}
+	}
+	if one, three := read(1), read(3); !reflect.DeepEqual(one, three) {
+		t.Fatal("batches differ between 1 and 3 workers")
+	}
+}
