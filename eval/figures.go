@@ -35,7 +35,7 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 			}
 			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, fragPct, paperFrag})
 		}
-		title := fmt.Sprintf("%s, tune %.2g, mean of %d seeds", trace, m.Tune, len(m.Seeds))
+		title := fmt.Sprintf("%s, tune %.2g, mean of %s", trace, m.Tune, seedsLabel(m.Seeds))
 		alloc := panelSpec{title: title, yLabel: "GPU allocated (% of cluster GPU capacity)",
 			y:     func(p sim.CurvePoint) float64 { return p.AllocGPUPct },
 			paper: func(c *PaperCurve) []float64 { return c.AllocGPUPct }}
@@ -61,4 +61,18 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 	}
 	return barFigure(filepath.Join(dir, "bars_frag130.png"),
 		"Fragmented GPU at 130% arrival (% of cluster GPU capacity)", fragBars, m.Traces, 0)
+}
+
+// seedsLabel is "5 seeds (49–53)" for a contiguous range, else "5 seeds".
+func seedsLabel(seeds []uint64) string {
+	n := len(seeds)
+	if n == 1 {
+		return fmt.Sprintf("seed %d", seeds[0])
+	}
+	for i := 1; i < n; i++ {
+		if seeds[i] != seeds[i-1]+1 {
+			return fmt.Sprintf("%d seeds", n)
+		}
+	}
+	return fmt.Sprintf("%d seeds (%d–%d)", n, seeds[0], seeds[n-1])
 }
