@@ -50,7 +50,7 @@ test-all:
 	$(TORCH_ENV) $(GO) test ./...
 
 ## pipeline: the main job, with $(CONFIG)
-pipeline: setup build
+pipeline: build
 	bin/schedrl doctor
 	bin/schedrl pipeline run --config $(CONFIG) $(PIPELINE_FLAGS)
 
