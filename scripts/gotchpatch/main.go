@@ -3,8 +3,9 @@
 // Use after free: gotch frees a tensor's libtorch memory from a finalizer. Its methods pass t.ctensor to C and
 // then no longer use t, so the collector may finalize t (freeing the libtorch tensor) while
 // the C call is still reading it: random SIGSEGVs in training loops. This tool rewrites every
-// function of the package in the given folder so that each *Tensor or []*Tensor parameter
-// (receiver included) stays reachable until the function returns:
+// function of the package in the given folder so that each *Tensor, []*Tensor or *Scalar
+// parameter (receiver included) stays reachable until the function returns (Scalars are freed
+// by finalizers too: MaskedFill's value scalar was freed mid-call under parallel eval):
 //
 //	defer runtime.KeepAlive(ts)
 //
@@ -117,7 +118,7 @@ func patchFile(path string) (int, error) {
 	return funcs, os.WriteFile(path, formatted, 0o644)
 }
 
-// tensorParams lists the named parameters of type *Tensor or []*Tensor.
+// tensorParams lists the named parameters of type *Tensor, []*Tensor or *Scalar.
 func tensorParams(fields *ast.FieldList) []string {
 	var names []string
 	for _, f := range fields.List {
@@ -129,7 +130,7 @@ func tensorParams(fields *ast.FieldList) []string {
 		if !ok {
 			continue
 		}
-		if id, ok := star.X.(*ast.Ident); !ok || id.Name != "Tensor" {
+		if id, ok := star.X.(*ast.Ident); !ok || (id.Name != "Tensor" && id.Name != "Scalar") {
 			continue
 		}
 		for _, name := range f.Names {
