@@ -54,7 +54,7 @@ func greedy(obs *Observation) int {
 }
 
 func TestPlacementObservationMatchesSimulator(t *testing.T) {
-	c, tasks := openb(t, 0.6, 42)
+	c, tasks := openb(t, 1.3, 42)
 	a := NewArrivals(c, tasks, DefaultOptions())
 	spec := a.Spec()
 	var obs Observation
@@ -96,11 +96,9 @@ func checkStep(t *testing.T, step int, p *Placement, obs *Observation, buf []int
 	if got != len(feasible) {
 		t.Fatalf("step %d: mask has %d feasible nodes, simulator %d", step, got, len(feasible))
 	}
-	for _, v := range append(append(append([]float32(nil), obs.Nodes...), obs.Task...), obs.Global...) {
-		if math.IsNaN(float64(v)) || v < -8 || v > 8 {
-			t.Fatalf("step %d: feature %v not normalised", step, v)
-		}
-	}
+	checkRange(t, step, p.Spec().Node, obs.Nodes)
+	checkRange(t, step, p.Spec().Task, obs.Task)
+	checkRange(t, step, p.Spec().Global, obs.Global)
 	// The environment's GPU choice is the least-fragmenting candidate on each node.
 	nf := len(placementSpec.Node)
 	best := map[int]float64{}
@@ -120,6 +118,25 @@ func checkStep(t *testing.T, step int, p *Placement, obs *Observation, buf []int
 		}
 		if got := c.FragDelta(task, ch); math.Abs(got-d) > 1e-9 {
 			t.Fatalf("step %d node %d: env picks GPUs %v with delta %v, best is %v", step, node, ch.GPUs, got, d)
+		}
+	}
+}
+
+// checkRange asserts every feature lies in [0, 1], except the fragment change (in GPUs, at most
+// a node's 8) and the arrived share, which the tune-1.3 protocol takes to 1.3.
+func checkRange(t *testing.T, step int, names []string, values []float32) {
+	t.Helper()
+	for k, v := range values {
+		name := names[k%len(names)]
+		lo, hi := float32(0), float32(1)
+		switch name {
+		case "frag_delta":
+			lo, hi = -8, 8
+		case "arrived":
+			hi = 1.5
+		}
+		if math.IsNaN(float64(v)) || v < lo || v > hi {
+			t.Fatalf("step %d: feature %s = %v outside [%v, %v]", step, name, v, lo, hi)
 		}
 	}
 }
