@@ -53,11 +53,10 @@ type Placement struct {
 
 	nFeasible   int
 	feasibleIdx []int
-	scored      bool // best and delta are filled for the pending task
+	scored      bool // allowed and delta are filled for the pending task
 	feasible    []bool
 	allowed     []bool
-	best        []sim.GPUSet
-	delta       []float64 // fragment change (milli) of the best choice per feasible node
+	delta       []float64 // fragment change (milli) of the best GPU choice per feasible node
 
 	shape int32   // the task's shape id in cache
 	class []int32 // per node: its (GPU count, type) id in cache
@@ -81,7 +80,7 @@ func NewPlacement(c *sim.Cluster, opts Options) *Placement {
 	p.norm.mem = math.Max(p.norm.mem, 1)
 	n := c.NumNodes()
 	p.feasible, p.allowed = make([]bool, n), make([]bool, n)
-	p.best, p.delta = make([]sim.GPUSet, n), make([]float64, n)
+	p.delta = make([]float64, n)
 	p.ShareCache(NewScoreCache())
 	return p
 }
@@ -126,8 +125,8 @@ func (p *Placement) Present(t sim.Task, arrived int64) int {
 	return p.nFeasible
 }
 
-// scoreAll fills the type check and best GPU choice of every feasible node; Present leaves it for Observe so
-// that replaying a log (which needs only masks and rewards) stays cheap.
+// scoreAll fills the type check of every node and the best GPU choice of every feasible one;
+// Present leaves it to Observe so that replaying a log (masks and rewards only) stays cheap.
 func (p *Placement) scoreAll() {
 	if p.scored {
 		return
@@ -139,10 +138,11 @@ func (p *Placement) scoreAll() {
 	clear(p.delta)
 	for _, i := range p.feasibleIdx {
 		s, _ := p.score(i)
-		p.best[i], p.delta[i] = s.gpus, s.delta
+		p.delta[i] = s.delta
 	}
 }
 
+// score is node i's best GPU choice for the pending task.
 func (p *Placement) score(i int) (scored, bool) {
 	return p.cache.score(p.c, p.class, p.shape, p.task, i)
 }
