@@ -210,3 +210,38 @@ func TestRunTraceOrder(t *testing.T) {
 		t.Fatalf("after every deletion: %d running, used %d/%d/%d, %d tasks", c2.Running(), cpu, mem, gpu, full.Tasks)
 	}
 }
+
+func TestRunBatchMatchesSequentialRuns(t *testing.T) {
+	p := prepare(t, "openb_pod_list_gpushare40.csv", 5)
+	var jobs []sim.Job
+	for _, s := range []uint64{5, 6, 7} {
+		e := p.Experiment
+		e.Seed = s
+		jobs = append(jobs, sim.Job{Experiment: e, LogPath: filepath.Join(t.TempDir(), "log.jsonl")})
+	}
+	out := sim.RunBatch(jobs, func() (sim.Placer, error) { return policy.NewPlacer("bestfit") }, 2)
+	for i, r := range out {
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		q, err := sim.Prepare(jobs[i].Experiment)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bf, _ := policy.NewPlacer("bestfit")
+		_, want, err := q.Run(bf, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Seed != jobs[i].Seed || r.Result.Final != want.Final || r.Result.Failed != want.Failed {
+			t.Fatalf("job %d (seed %d): batch %+v, sequential %+v", i, r.Seed, r.Result.Final, want.Final)
+		}
+		if _, err := os.Stat(r.LogPath); err != nil {
+			t.Fatalf("job %d: log not written: %v", i, err)
+		}
+	}
+	bad := sim.RunBatch([]sim.Job{{Experiment: sim.Experiment{NodesPath: "/nonexistent"}}}, func() (sim.Placer, error) { return policy.NewPlacer("fgd") }, 1)
+	if bad[0].Err == nil {
+		t.Fatal("a job with a missing node list must report an error")
+	}
+}
