@@ -35,12 +35,18 @@ func SaveCheckpoint(dir string, net *Net, lin Lineage) (checkpoint.Manifest, err
 	if err := saveVars(net, filepath.Join(dir, checkpoint.ModelFile)); err != nil {
 		return checkpoint.Manifest{}, err
 	}
-	hyper := map[string]any{"arch": net.Arch}
+	return WriteManifest(dir, net.Arch, lin)
+}
+
+// WriteManifest (re)writes dir's manifest for the weights already in dir/model.ot, e.g. after
+// adding a file beside them.
+func WriteManifest(dir string, arch Arch, lin Lineage) (checkpoint.Manifest, error) {
+	hyper := map[string]any{"arch": arch}
 	for k, v := range lin.Hyper {
 		hyper[k] = v
 	}
 	m := checkpoint.Manifest{
-		Model: net.Arch.Kind, Hyper: hyper, Env: net.Arch.Env, FeatureVersion: featureVersion(net.Arch.FeatureSpec),
+		Model: arch.Kind, Hyper: hyper, Env: arch.Env, FeatureVersion: featureVersion(arch.FeatureSpec),
 		DatasetHash: lin.DatasetHash, ConfigHash: lin.ConfigHash, CodeRevision: lin.CodeRevision, Parent: lin.Parent,
 		Metrics: lin.Metrics, History: lin.History,
 	}

@@ -8,9 +8,9 @@ import (
 // PretrainConfig configures `schedrl pretrain`: behaviour cloning of the expert's decisions in
 // a dataset (masked cross-entropy) plus value regression on the stored return-to-go.
 type PretrainConfig struct {
-	// Dataset is a dataset directory (`schedrl datasets build`). Its train split trains, its
-	// val split validates, unless ValDataset is set: then every episode of Dataset trains and
-	// every episode of ValDataset validates (e.g. separate seed ranges).
+	// Dataset is a dataset directory (`schedrl datasets build`). Its train split trains; its
+	// val split validates unless ValDataset is set, whose episodes then all validate (e.g. a
+	// dataset of other seeds built with val_fraction 0).
 	Dataset    string `mapstructure:"dataset" yaml:"dataset"`
 	ValDataset string `mapstructure:"val_dataset" yaml:"val_dataset"`
 	// Out is the checkpoint directory; a run resumes from the training state it holds.
@@ -43,7 +43,8 @@ type PretrainConfig struct {
 	// (by at least MinDelta); 0 disables early stopping.
 	Patience int     `mapstructure:"patience" yaml:"patience"`
 	MinDelta float64 `mapstructure:"min_delta" yaml:"min_delta"`
-	// ValMaxSamples, when > 0, validates on the first that many decisions of each val episode.
+	// ValMaxSamples, when > 0, validates on that many decisions of each val episode, spread
+	// evenly over it.
 	ValMaxSamples int `mapstructure:"val_max_samples" yaml:"val_max_samples"`
 	// CheckpointEvery saves the training state every that many steps (besides each epoch end).
 	CheckpointEvery int `mapstructure:"checkpoint_every" yaml:"checkpoint_every"`
