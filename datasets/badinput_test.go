@@ -119,3 +119,25 @@ func TestBuildWithNodeList(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFailedBuildAfterShardsLeavesNothing: a bad log sorted after a good one fails the build
+// after shards were written; neither the output nor its temporary directory remains.
+func TestFailedBuildAfterShardsLeavesNothing(t *testing.T) {
+	dir := t.TempDir()
+	good := makeRun(t, 30, 1.3, 6).log
+	writeFile(t, filepath.Join(dir, "a.jsonl"), good)
+	ls := lines(good)
+	writeFile(t, filepath.Join(dir, "b.jsonl"), join(ls[:len(ls)/2])) // cut at a line boundary: valid
+	bad := append([]string(nil), ls...)
+	bad[len(bad)-1] = bad[len(bad)-1][:10]
+	writeFile(t, filepath.Join(dir, "c.jsonl"), join(bad))
+	o := testOptions(filepath.Join(dir, "*.jsonl"), filepath.Join(dir, "out", "ds"))
+	o.Workers, o.ShardRows = 1, 50
+	_, _, err := Build(o)
+	if err == nil || !strings.Contains(err.Error(), "c.jsonl") || !strings.Contains(err.Error(), "line "+itoa(len(bad))) {
+		t.Fatalf("error %v, want one naming c.jsonl line %d", err, len(bad))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "out")); len(entries) != 0 {
+		t.Fatalf("output left behind: %v", entries)
+	}
+}
