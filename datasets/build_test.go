@@ -5,6 +5,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
@@ -109,5 +110,45 @@ func TestBuildIsDeterministic(t *testing.T) {
 	}
 	if !reflect.DeepEqual(shards[0], shards[1]) {
 		t.Fatalf("shards differ between 1 and 2 workers:\n%+v\n%+v", shards[0], shards[1])
+	}
+}
+
+// TestBuildKeepsLoggedLogProb: a bind that records the logging policy's log-probability keeps
+// it in log_prob; binds without one stay null.
+func TestBuildKeepsLoggedLogProb(t *testing.T) {
+	ls := lines(makeRun(t, 30, 1.3, 9).log)
+	withProb := 0
+	for i, l := range ls {
+		if strings.Contains(l, `"type":"bind"`) && i%3 == 0 {
+			ls[i] = strings.TrimSuffix(l, "}") + fmt.Sprintf(`,"log_prob":-%d.5}`, i%4)
+			withProb++
+		}
+	}
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "p.jsonl"), join(ls))
+	o := testOptions(filepath.Join(dir, "*.jsonl"), filepath.Join(dir, "ds"))
+	o.ValFraction = 0
+	m, _, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	var schema string
+	for _, sh := range m.Splits[SplitTrain].Shards {
+		err := scanShard(filepath.Join(dir, "ds", sh.Path), func(r *Row) {
+			if r.LogProb != nil {
+				line := int(r.LogLine)
+				if want := -float32((line-1)%4) - 0.5; *r.LogProb != want {
+					t.Errorf("row at line %d: log_prob %v", line, *r.LogProb)
+				}
+				got++
+			}
+		}, &schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != withProb || got == 0 {
+		t.Fatalf("%d rows carry a log_prob, the log has %d", got, withProb)
 	}
 }

@@ -101,6 +101,11 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 		for i := range r.C.NumNodes() {
 			mask = append(mask, p.Mask(i))
 		}
+		var logProb *float32
+		if ev.LogProb != nil {
+			v := float32(*ev.LogProb)
+			logProb = &v
+		}
 		ep.rows = append(ep.rows, Row{
 			Episode: 0, Step: int32(len(ep.rows)), LogLine: int32(line), TaskID: t.Name,
 			TaskCPU: t.CPU, TaskMemory: t.Mem, TaskGPUs: int32(t.NumGPU), TaskGPUMilli: int32(t.GPUMilli),
@@ -108,7 +113,7 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 			Mask: PackMask(nil, mask), NumFeasible: int32(feasible),
 			Action: int32(pl.Choice.Node), ActionGPUs: int32(pl.Choice.GPUs),
 			Reward:  float32(p.Reward(t, r.C.ClusterFrag()-before)),
-			Changes: changes,
+			Changes: changes, LogProb: logProb,
 		})
 		changes = nil
 	}

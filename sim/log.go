@@ -72,6 +72,7 @@ type Event struct {
 	FromNode string      `json:"from_node,omitempty"`
 	FromGPUs []int       `json:"from_gpus,omitempty"`
 	Reason   string      `json:"reason,omitempty"`
+	LogProb  *float64    `json:"log_prob,omitempty"` // bind: log-probability of the choice under the logging policy, if it has one
 }
 
 // NewLogHeader describes a cluster (and its typical shapes) for a log.
