@@ -3,6 +3,8 @@ package eval
 import (
 	"strings"
 	"testing"
+
+	"github.com/schedrl/schedrl/sim"
 )
 
 func TestAggregateFillsMissingFailureKindsWithZero(t *testing.T) {
@@ -44,5 +46,19 @@ func TestRenderHTMLEscapes(t *testing.T) {
 	}
 	if strings.Contains(page, "<x>") || !strings.Contains(page, "ckpt:&lt;x&gt;") || !strings.Contains(page, "<h1>a&lt;b</h1>") {
 		t.Fatalf("unescaped HTML:\n%s", page)
+	}
+}
+
+func TestReadCurveTakesTheLastPointAtOrBefore(t *testing.T) {
+	run := SeedRun{Curve: []sim.CurvePoint{
+		{ArrivedPct: 0, AllocGPUPct: 0}, {ArrivedPct: 99, AllocGPUPct: 90, FragRatioPct: 10},
+		{ArrivedPct: 101, AllocGPUPct: 91}, {ArrivedPct: 110, AllocGPUPct: 92, FragRatioPct: 30, FragGPU: 5},
+	}}
+	run.readCurve()
+	// 100 was never hit exactly: the state before it counts; a short workload (tune 1.1)
+	// reports its last point as the 130% value.
+	if run.AllocGPUPct100 != 90 || run.FragRatioPct100 != 10 || run.AllocGPUPct130 != 92 ||
+		run.FragRatioPct130 != 30 || run.FragGPU130 != 5 {
+		t.Fatalf("read %+v", run)
 	}
 }
