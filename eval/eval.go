@@ -54,6 +54,9 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 		return nil, err
 	}
 	defer out.Abort()
+	if err := os.Chmod(out.Tmp, 0o755); err != nil { // a report is for everyone to read
+		return nil, err
+	}
 	log.Info("eval: starting", "policies", len(plan.refs), "traces", len(plan.traces),
 		"seeds", len(plan.seeds), "runs", len(plan.jobs()), "parallelism", plan.workers)
 	runs, err := plan.runAll(ctx, log, opts.Progress)
