@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -130,10 +132,19 @@ func (p *plan) runAll(ctx context.Context, log *slog.Logger, bar bool) ([]SeedRu
 	runs := make([]SeedRun, len(js))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	// Networks cost far more per decision than heuristics: start them first so that the short
+	// heuristic runs fill the cores at the end (longest first keeps the makespan short).
+	order := make([]int, len(js))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Compare(p.costRank(js[a]), p.costRank(js[b]))
+	})
 	next := make(chan int)
 	go func() {
 		defer close(next)
-		for i := range js {
+		for _, i := range order {
 			select {
 			case next <- i:
 			case <-ctx.Done():
@@ -164,6 +175,14 @@ func (p *plan) runAll(ctx context.Context, log *slog.Logger, bar bool) ([]SeedRu
 		return nil, err
 	}
 	return runs, ctx.Err()
+}
+
+// costRank orders jobs for scheduling: networks before heuristics.
+func (p *plan) costRank(j job) int {
+	if p.refs[j.policy].Kind == Heuristic {
+		return 1
+	}
+	return 0
 }
 
 // run is one policy on one workload, with every decision timed.
