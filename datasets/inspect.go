@@ -17,7 +17,7 @@ import (
 // Report is what `datasets inspect` prints: counts, schema, reward and action statistics.
 type Report struct {
 	Dir      string               `json:"dir"`
-	Manifest *Manifest            `json:"-"`
+	Manifest *Manifest            `json:"manifest"`
 	Schema   string               `json:"schema"` // the Parquet schema of the first shard
 	Spec     env.Spec             `json:"spec"`
 	Splits   map[string]SplitStat `json:"splits"`

@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -29,6 +30,10 @@ func TestInspect(t *testing.T) {
 	}
 	if rows != m.Rows {
 		t.Fatalf("splits hold %d rows, manifest %d", rows, m.Rows)
+	}
+	data, err := json.Marshal(rep)
+	if err != nil || !bytes.Contains(data, []byte(`"manifest":{"schema_version"`)) || !bytes.Contains(data, []byte(`"TaskKinds"`)) {
+		t.Fatalf("JSON report %.200s: %v", data, err)
 	}
 	var out bytes.Buffer
 	rep.Print(&out)
