@@ -16,6 +16,7 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/pipeline/stages"
+	"github.com/schedrl/schedrl/pretrain"
 )
 
 func init() {
@@ -40,7 +41,7 @@ func init() {
 			}
 			resolve, cleanup := policyResolver(cfg, slog.Default())
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Finetune: finetuneStage})
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
 			if err != nil {
 				return err
 			}
@@ -86,7 +87,7 @@ func init() {
 			}
 			resolve, cleanup := policyResolver(cfg, slog.Default())
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Finetune: finetuneStage})
+			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
 			if err != nil {
 				return err
 			}
@@ -131,6 +132,29 @@ func loadPipelineConfig(cmd *cobra.Command) (config.Config, string, error) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// pretrainStage runs behaviour cloning for the pipeline; pretrain resumes from the state in
+// its output directory by itself.
+func pretrainStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error) {
+	rev, err := pipeline.CodeRevision()
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	o := pretrain.Options{Pretrain: cfg.Pretrain, Network: cfg.Network, Device: cfg.Device,
+		Seed: cfg.Seed, CodeRevision: rev, Log: env.Log}
+	if env.Terminal {
+		o.Bar = os.Stderr
+	}
+	res, err := pretrain.Run(ctx, o)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Result{
+		Metric: &pipeline.Metric{Name: "val_agreement", Value: res.Best.ValAgreement},
+		Note: fmt.Sprintf("%d epochs, %d steps, best epoch %d (exact %.3f), %s",
+			res.Epochs, res.Steps, res.Best.Epoch, res.Best.ValExact, res.StopReason),
+	}, nil
 }
 
 // finetuneStage runs PPO for the pipeline; finetune resumes from the newest checkpoint in
