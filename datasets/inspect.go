@@ -25,14 +25,17 @@ type Report struct {
 
 // SplitStat summarises one split's rows.
 type SplitStat struct {
-	Rows, Episodes, Shards int64
-	Bytes                  int64
-	Reward, ReturnToGo     Stats
-	Feasible               Stats            // feasible nodes per decision
-	TaskKinds              map[string]int64 // cpu, share, N-gpu
-	DistinctNodes          int              // nodes the expert ever chose
-	TopNodeShare           float64          // share of decisions on the most chosen node
-	Done                   int64
+	Rows          int64            `json:"rows"`
+	Episodes      int64            `json:"episodes"`
+	Shards        int64            `json:"shards"`
+	Bytes         int64            `json:"bytes"`
+	Reward        Stats            `json:"reward"`
+	ReturnToGo    Stats            `json:"return_to_go"`
+	Feasible      Stats            `json:"feasible_nodes"` // per decision
+	TaskKinds     map[string]int64 `json:"task_kinds"`     // cpu, share, N-gpu
+	DistinctNodes int              `json:"distinct_nodes"` // nodes the expert ever chose
+	TopNodeShare  float64          `json:"top_node_share"` // share of decisions on the most chosen node
+	Done          int64            `json:"done"`
 }
 
 // Inspect verifies a dataset and scans its rows (without rebuilding observations).

@@ -32,7 +32,7 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("splits hold %d rows, manifest %d", rows, m.Rows)
 	}
 	data, err := json.Marshal(rep)
-	if err != nil || !bytes.Contains(data, []byte(`"manifest":{"schema_version"`)) || !bytes.Contains(data, []byte(`"TaskKinds"`)) {
+	if err != nil || !bytes.Contains(data, []byte(`"manifest":{"schema_version"`)) || !bytes.Contains(data, []byte(`"task_kinds"`)) {
 		t.Fatalf("JSON report %.200s: %v", data, err)
 	}
 	var out bytes.Buffer
