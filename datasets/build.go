@@ -46,8 +46,9 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	if o.Env != env.PlacementName {
 		return nil, BuildStats{}, fmt.Errorf("env %q: datasets can be built for %q only", o.Env, env.PlacementName)
 	}
-	if o.ShardRows < 1 || o.RowGroupRows < 1 || o.Gamma <= 0 || o.Gamma > 1 {
-		return nil, BuildStats{}, fmt.Errorf("invalid options: shard rows %d, row group rows %d, gamma %v", o.ShardRows, o.RowGroupRows, o.Gamma)
+	if o.ShardRows < 1 || o.RowGroupRows < 1 || o.Gamma <= 0 || o.Gamma > 1 || o.ValFraction < 0 || o.ValFraction >= 1 {
+		return nil, BuildStats{}, fmt.Errorf("invalid options: shard rows %d, row group rows %d, gamma %v, val fraction %v",
+			o.ShardRows, o.RowGroupRows, o.Gamma, o.ValFraction)
 	}
 	logs, err := filepath.Glob(o.Logs)
 	if err != nil {
@@ -74,7 +75,11 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 		SchemaVersion: SchemaVersion, FeatureSpec: env.PlacementSpec, Env: o.Env, EnvOptions: optsJSON,
 		ValFraction: o.ValFraction, SplitSeed: o.Seed, Gamma: o.Gamma, Splits: map[string]*SplitInfo{},
 	}
-	splits := assignSplits(logs, o.ValFraction, o.Seed)
+	names := make([]string, len(logs))
+	for i, l := range logs {
+		names[i] = filepath.Base(l)
+	}
+	splits := assignSplits(names, o.ValFraction, o.Seed)
 	writers := map[string]*shardWriter{}
 	for _, s := range []string{SplitTrain, SplitVal} {
 		writers[s] = newShardWriter(dir.Tmp, s, o.ShardRows, o.RowGroupRows)
@@ -102,7 +107,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 		ret.add(ep.ret)
 		m.Logs = append(m.Logs, ep.log)
 		m.Episodes = append(m.Episodes, EpisodeInfo{
-			ID: int32(i), Name: filepath.Base(logs[i]), Log: logs[i], Split: split, Rows: int64(len(ep.rows)),
+			ID: int32(i), Name: names[i], Log: logs[i], Split: split, Rows: int64(len(ep.rows)),
 			Failed: ep.failed, Return: ep.ret, Context: ctxPath, Segments: segs,
 		})
 		m.Splits[split].Rows += int64(len(ep.rows))

@@ -15,8 +15,8 @@ const (
 
 // assignSplits puts round(fraction x n) episodes into validation (at least one when the
 // fraction is positive and there are two or more episodes), chosen by a seeded hash of each
-// episode's name: the same logs and seed always give the same split, whatever order the
-// logs were listed in.
+// episode's name: the same logs and seed always give the same split, whatever order or folder
+// the logs are in. Equal names keep their listing order.
 func assignSplits(names []string, fraction float64, seed uint64) []string {
 	n := len(names)
 	nVal := int(math.Round(fraction * float64(n)))
@@ -35,12 +35,7 @@ func assignSplits(names []string, fraction float64, seed uint64) []string {
 		h := sha256.Sum256(append(s[:], name...))
 		keys[i] = keyed{binary.LittleEndian.Uint64(h[:8]), i}
 	}
-	sort.Slice(keys, func(a, b int) bool {
-		if keys[a].key != keys[b].key {
-			return keys[a].key < keys[b].key
-		}
-		return names[keys[a].i] < names[keys[b].i]
-	})
+	sort.SliceStable(keys, func(a, b int) bool { return keys[a].key < keys[b].key })
 	out := make([]string, n)
 	for rank, k := range keys {
 		out[k.i] = SplitTrain
