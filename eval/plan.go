@@ -51,8 +51,8 @@ func (p *plan) jobs() []job {
 	return js
 }
 
-// prepare parses and resolves every reference, loads the cluster and traces and samples each
-// workload. Errors name the reference at fault.
+// prepare parses every reference, loads the cluster and traces, samples each workload and then
+// resolves the policies. Errors name the reference at fault.
 func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 	p := &plan{cfg: cfg, workers: cfg.Parallelism}
 	if p.workers == 0 {
@@ -84,11 +84,7 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 				return nil, err
 			}
 		}
-		f, err := resolve(ref)
-		if err != nil {
-			return nil, err
-		}
-		p.refs, p.factories = append(p.refs, ref), append(p.factories, f)
+		p.refs = append(p.refs, ref)
 	}
 	if _, err := sim.LoadNodes(cfg.Nodes); err != nil {
 		return nil, fmt.Errorf("nodes %q: %w", cfg.Nodes, err)
@@ -121,6 +117,14 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 		if p.paper, err = LoadPaper(cfg.Paper); err != nil {
 			return nil, fmt.Errorf("paper overlay: %w", err)
 		}
+	}
+	// Last, since resolving may load networks or pull from the registry.
+	for _, ref := range p.refs {
+		f, err := resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		p.factories = append(p.factories, f)
 	}
 	return p, nil
 }
