@@ -131,14 +131,17 @@ func (n *Net) Forward(in *Input) Output {
 	te := n.task.forward(taskIn, true).MustRelu(true) // [B, H]
 
 	// Pooling over real nodes only: padding rows are zeroed, and since embeddings are
-	// non-negative (ReLU) a zero never wins the max over a real node.
+	// non-negative (ReLU) a zero never wins the max over a real node. Valid may also count
+	// identical nodes sent as one row (finetune does): the mean weighs rows by it, the max
+	// only asks whether a row is real.
 	valid := in.Valid.MustUnsqueeze(-1, false) // [B, N, 1]
 	hv := h.MustMul(valid, false)
-	valid.MustDrop()
 	count := in.Valid.MustSumDimIntlist([]int64{1}, true, gotch.Float, false).MustClampMin(ts.FloatScalar(1), true)
-	mean := hv.MustSumDimIntlist([]int64{1}, false, gotch.Float, false).MustDiv(count, true)
+	mean := hv.MustSumDimIntlist([]int64{1}, false, gotch.Float, true).MustDiv(count, true)
 	count.MustDrop()
-	maxPool := hv.MustAmax([]int64{1}, false, true)
+	real := valid.MustClampMax(ts.FloatScalar(1), true)
+	maxPool := h.MustMul(real, false).MustAmax([]int64{1}, false, true)
+	real.MustDrop()
 	context := ts.MustCat([]*ts.Tensor{te, mean, maxPool}, 1) // [B, 3H]
 	mean.MustDrop()
 	maxPool.MustDrop()
