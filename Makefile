@@ -38,16 +38,20 @@ torch:
 build: torch
 	$(TORCH_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o bin/schedrl ./cmd/schedrl
 
+# The project's packages (scripts/packages.sh): ./... less git-ignored scratch folders.
+PKGS = $$(bash scripts/packages.sh all)
+NOCGO_PKGS = $$(bash scripts/packages.sh nocgo)
+
 ## test: setup, the package boundary, the no-cgo packages with CGO_ENABLED=0, then all tests
 test: setup
-	bash scripts/check-boundaries.sh
+	bash scripts/packages.sh check
 	$(MAKE) --no-print-directory test-nocgo test-all
 
 test-nocgo:
-	CGO_ENABLED=0 GOWORK=off $(GO) test $$(bash scripts/check-boundaries.sh --print-nocgo)
+	CGO_ENABLED=0 GOWORK=off $(GO) test $(NOCGO_PKGS)
 
 test-all:
-	$(TORCH_ENV) $(GO) test ./...
+	$(TORCH_ENV) $(GO) test $(PKGS)
 
 ## pipeline: the main job, with $(CONFIG)
 pipeline: build
@@ -56,7 +60,7 @@ pipeline: build
 
 ## bench: Go benchmarks of every package, then scripts/bench.d/*.sh
 bench: torch
-	$(TORCH_ENV) $(GO) test -run '^$$' -bench . -benchmem ./...
+	$(TORCH_ENV) $(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	for f in scripts/bench.d/*.sh; do [[ -e "$$f" ]] || continue; echo "== $$f"; bash "$$f"; done
 
 ## fidelity: simulator + heuristics vs the FGD paper's table (6 policies x seeds 42..51)
@@ -66,9 +70,9 @@ fidelity:
 ## lint: gofmt, go vet (with and without cgo), the package boundary
 lint: torch
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(TORCH_ENV) $(GO) vet ./...
-	CGO_ENABLED=0 GOWORK=off $(GO) vet $$(bash scripts/check-boundaries.sh --print-nocgo)
-	bash scripts/check-boundaries.sh
+	$(TORCH_ENV) $(GO) vet $(PKGS)
+	CGO_ENABLED=0 GOWORK=off $(GO) vet $(NOCGO_PKGS)
+	bash scripts/packages.sh check
 	SETUP_ONLY=50 bash scripts/setup.sh && .deps/bin/actionlint .github/workflows/*.yml
 
 ## env: the environment for running go commands on libtorch packages by hand
