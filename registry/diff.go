@@ -61,5 +61,8 @@ func show[V any](m map[string]V, k string) string {
 	if !ok {
 		return ""
 	}
+	if f, isFloat := any(v).(float64); isFloat {
+		return fmt.Sprintf("%.6g", f)
+	}
 	return fmt.Sprint(v)
 }
