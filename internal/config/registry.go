@@ -98,3 +98,20 @@ func (c RegistryConfig) Validate() error {
 	}
 	return nil
 }
+
+// Endpoints names the services `schedrl doctor` checks: the S3 endpoint of an s3:// store and
+// the MLflow server, when configured. A file:// store is no service.
+func (c RegistryConfig) Endpoints() []Endpoint {
+	var out []Endpoint
+	if strings.HasPrefix(c.Store, "s3://") && c.S3.Endpoint != "" {
+		scheme := "http://"
+		if c.S3.TLS {
+			scheme = "https://"
+		}
+		out = append(out, Endpoint{Name: "registry.s3.endpoint", URL: scheme + c.S3.Endpoint})
+	}
+	if c.Tracking.URI != "" {
+		out = append(out, Endpoint{Name: "registry.tracking.uri", URL: c.Tracking.URI})
+	}
+	return out
+}

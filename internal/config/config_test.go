@@ -1,0 +1,23 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestEndpoints(t *testing.T) {
+	if got := Default().Endpoints(); len(got) != 0 {
+		t.Errorf("defaults name services %v; a file store and no MLflow should name none", got)
+	}
+	cfg := Default()
+	cfg.Registry.Store = "s3://models"
+	cfg.Registry.S3.Endpoint = "127.0.0.1:9000"
+	cfg.Registry.Tracking.URI = "http://127.0.0.1:5000"
+	want := []Endpoint{
+		{Name: "registry.s3.endpoint", URL: "http://127.0.0.1:9000"},
+		{Name: "registry.tracking.uri", URL: "http://127.0.0.1:5000"},
+	}
+	if got := cfg.Endpoints(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Endpoints() = %v, want %v", got, want)
+	}
+}
