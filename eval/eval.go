@@ -86,14 +86,11 @@ func writeOutputs(dir string, m *Metrics, plan *plan) error {
 	if err := writeCurves(filepath.Join(dir, "curves.csv"), m.Results); err != nil {
 		return err
 	}
-	if err := writeFigures(dir, m, plan.refs, plan.paper); err != nil {
+	names := labels(plan.refs)
+	if err := writeFigures(dir, m, plan.refs, names, plan.paper); err != nil {
 		return err
 	}
-	labels := map[string]string{}
-	for _, r := range plan.refs {
-		labels[r.Raw] = r.Label()
-	}
-	return writeReport(dir, m, labels)
+	return writeReport(dir, m, names)
 }
 
 // Score returns one metric's mean per policy and trace (Scores[policy][trace]), the form the

@@ -8,7 +8,7 @@ import (
 )
 
 // writeFigures draws every PNG of the report into dir (names from pngNames).
-func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
+func writeFigures(dir string, m *Metrics, refs []PolicyRef, names map[string]string, paper Paper) error {
 	allocBars, fragBars := map[string][]bar{}, map[string][]bar{}
 	for _, trace := range m.Traces {
 		var ss []series
@@ -17,7 +17,7 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 			if r == nil {
 				continue
 			}
-			s := series{label: ref.Label(), color: colorOf(i), curve: meanCurve(r.PerSeed)}
+			s := series{label: names[ref.Raw], color: colorOf(i), curve: meanCurve(r.PerSeed)}
 			paperAlloc, paperFrag := math.NaN(), math.NaN()
 			if c, ok := paper.Lookup(ref, trace, m.Tune); ok {
 				s.paper = &c
@@ -35,7 +35,7 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 			}
 			fragBars[trace] = append(fragBars[trace], bar{s.label, s.color, fragPct, paperFrag})
 		}
-		title := fmt.Sprintf("%s, tune %.2g, mean of %s", trace, m.Tune, seedsLabel(m.Seeds))
+		title := fmt.Sprintf("%s, tune %.2g, %s", trace, m.Tune, seedsLabel(m.Seeds))
 		alloc := panelSpec{title: title, yLabel: "GPU allocated (% of cluster GPU capacity)",
 			y:     func(p sim.CurvePoint) float64 { return p.AllocGPUPct },
 			paper: func(c *PaperCurve) []float64 { return c.AllocGPUPct }}
@@ -63,7 +63,7 @@ func writeFigures(dir string, m *Metrics, refs []PolicyRef, paper Paper) error {
 		"Fragmented GPU at 130% arrival (% of cluster GPU capacity)", fragBars, m.Traces, 0)
 }
 
-// seedsLabel is "5 seeds (49–53)" for a contiguous range, else "5 seeds".
+// seedsLabel is "mean of 5 seeds (49–53)" for a contiguous range, else "mean of 5 seeds".
 func seedsLabel(seeds []uint64) string {
 	n := len(seeds)
 	if n == 1 {
@@ -71,8 +71,8 @@ func seedsLabel(seeds []uint64) string {
 	}
 	for i := 1; i < n; i++ {
 		if seeds[i] != seeds[i-1]+1 {
-			return fmt.Sprintf("%d seeds", n)
+			return fmt.Sprintf("mean of %d seeds", n)
 		}
 	}
-	return fmt.Sprintf("%d seeds (%d–%d)", n, seeds[0], seeds[n-1])
+	return fmt.Sprintf("mean of %d seeds (%d–%d)", n, seeds[0], seeds[n-1])
 }

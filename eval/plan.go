@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
@@ -72,8 +73,11 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 			return nil, err
 		}
 		key := ref.Raw
-		if ref.Kind == Heuristic {
+		switch ref.Kind {
+		case Heuristic:
 			key = ref.Name // names are case-insensitive
+		case Checkpoint:
+			key = "ckpt:" + filepath.Clean(ref.Dir)
 		}
 		if seen[key] {
 			return nil, fmt.Errorf("policy %q is listed twice", ref.Raw)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -23,18 +24,47 @@ var displayNames = map[string]string{
 	"packing": "GpuPacking", "bestfit": "BestFit", "fgd": "FGD",
 }
 
-// Label is how a policy appears in plots and tables.
-func (r PolicyRef) Label() string {
-	switch r.Kind {
-	case Heuristic:
-		if d, ok := displayNames[r.Name]; ok {
-			return d
+// labels names each policy in plots and tables: heuristics by the paper's names, checkpoints
+// by the shortest trailing part of their path that tells them apart (pipeline checkpoints all
+// end in ".../out"), registry references as written.
+func labels(refs []PolicyRef) map[string]string {
+	out := map[string]string{}
+	var dirs [][]string
+	for _, r := range refs {
+		switch r.Kind {
+		case Heuristic:
+			out[r.Raw] = r.Name
+			if d, ok := displayNames[r.Name]; ok {
+				out[r.Raw] = d
+			}
+		case Checkpoint:
+			dirs = append(dirs, strings.Split(filepath.ToSlash(filepath.Clean(r.Dir)), "/"))
+		default:
+			out[r.Raw] = r.Raw
 		}
-		return r.Name
-	case Checkpoint:
-		return "ckpt:" + filepath.Base(filepath.Clean(r.Dir))
 	}
-	return r.Raw
+	suffix := func(d []string, k int) string { return strings.Join(d[max(0, len(d)-k):], "/") }
+	longest := 0
+	for _, d := range dirs {
+		longest = max(longest, len(d))
+	}
+	k := 1
+	for unique := false; !unique && k <= longest; k++ {
+		seen := map[string]bool{}
+		unique = true
+		for _, d := range dirs {
+			unique = unique && !seen[suffix(d, k)]
+			seen[suffix(d, k)] = true
+		}
+	}
+	i := 0
+	for _, r := range refs {
+		if r.Kind == Checkpoint {
+			out[r.Raw] = "ckpt:" + suffix(dirs[i], k-1)
+			i++
+		}
+	}
+	return out
 }
 
 // palette is matplotlib's tab10, so the figures read like the paper's; a policy keeps its

@@ -62,3 +62,24 @@ func TestReadCurveTakesTheLastPointAtOrBefore(t *testing.T) {
 		t.Fatalf("read %+v", run)
 	}
 }
+
+func TestLabelsTellCheckpointsApart(t *testing.T) {
+	var refs []PolicyRef
+	for _, s := range []string{"fgd", "mystery", "ckpt:/p/pretrain/ab12/out", "ckpt:/p/finetune/cd34/out/", "ckpt:runs/bc", "placer@champion"} {
+		r, err := ParsePolicyRef(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, r)
+	}
+	got := labels(refs)
+	want := map[string]string{
+		"fgd": "FGD", "mystery": "mystery", "ckpt:/p/pretrain/ab12/out": "ckpt:ab12/out",
+		"ckpt:/p/finetune/cd34/out/": "ckpt:cd34/out", "ckpt:runs/bc": "ckpt:runs/bc", "placer@champion": "placer@champion",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("label of %q = %q, want %q", k, got[k], v)
+		}
+	}
+}
