@@ -207,6 +207,15 @@ func applyChanges(c *sim.Cluster, changes []Change) error {
 	return nil
 }
 
+// Task is the task the row decides about.
+func (r Row) Task() sim.Task { return taskOf(r) }
+
+// ApplyChanges replays onto c the departures and migrations logged before the row's decision.
+func (r Row) ApplyChanges(c *sim.Cluster) error { return applyChanges(c, r.Changes) }
+
+// Context is the start state an episode replays from (e.g. to score choices on its cluster).
+func (d *Dataset) Context(ep EpisodeInfo) env.Context { return d.contexts[ep.Context] }
+
 // taskOf is the task a row decides about.
 func taskOf(r Row) sim.Task {
 	t := sim.Task{Name: r.TaskID, CPU: r.TaskCPU, Mem: r.TaskMemory, NumGPU: int(r.TaskGPUs), GPUMilli: int64(r.TaskGPUMilli), Deletion: -1}

@@ -71,7 +71,7 @@ func smallOptions(dataset, out string) Options {
 	var pc config.PretrainConfig
 	pc.SetDefaults()
 	pc.Dataset, pc.Out = dataset, out
-	pc.Epochs, pc.BatchSize, pc.StepsPerEpoch, pc.ShuffleBuffer = 3, 16, 5, 16
+	pc.Epochs, pc.BatchSize, pc.StepsPerEpoch = 3, 16, 5
 	pc.WarmupSteps, pc.CheckpointEvery, pc.Patience = 2, 3, 0
 	var nc config.NetworkConfig
 	nc.SetDefaults()

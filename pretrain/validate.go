@@ -3,16 +3,13 @@ package pretrain
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/schedrl/schedrl/datasets"
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim"
 )
-
-// valBatch is the number of decisions scored per validation forward pass.
-const valBatch = 64
 
 // valSet is the validation episodes: the dataset's val split, or every episode of
 // val_dataset when one is set.
@@ -68,103 +65,83 @@ type valMetrics struct {
 func (m valMetrics) agreement() float64 { return float64(m.agree) / float64(max(1, m.n)) }
 func (m valMetrics) exact() float64     { return float64(m.same) / float64(max(1, m.n)) }
 
-// scorer evaluates batches of validation decisions.
-type scorer struct {
-	t       *trainer
-	hb      *nn.HostBatch
-	actions []int32
-	rtg     []float32
-	fd      int // index of the frag_delta node feature; -1 when the spec has none
-	m       valMetrics
-	logits  []float32
-	values  []float32
-}
-
 // validate scores every validation decision: the network's choice (its best feasible node,
-// first on exact ties) against the expert's.
+// first on exact ties) against the expert's, the expert's own score deciding whether two
+// different nodes are equally good. The episode's cluster is replayed here beside the
+// dataset's replay, so each decision is scored on the cluster as the expert saw it; that is
+// why decisions go through the network one at a time.
 func (t *trainer) validate() (valMetrics, error) {
-	spec, err := env.SpecOf(t.val.ds.Manifest.Env)
+	expert, err := policy.NewPlacer(t.cfg.Expert)
 	if err != nil {
-		return valMetrics{}, err
+		return valMetrics{}, fmt.Errorf("pretrain.expert: %w", err)
 	}
-	s := &scorer{t: t, hb: nn.NewHostBatch(t.net.Arch, valBatch, t.val.ds.MaxNodes()), fd: slices.Index(spec.Node, "frag_delta")}
-	s.hb.Size = 0
+	var m valMetrics
+	hb := nn.NewHostBatch(t.net.Arch, 1, t.val.ds.MaxNodes())
+	var logits, values []float32
 	for _, ep := range t.val.eps {
-		err := t.val.ds.ReadEpisode(ep, func(smp *datasets.Sample) error {
+		c, err := t.val.ds.Context(ep).Cluster()
+		if err != nil {
+			return m, fmt.Errorf("dataset %s: episode %d: %w", t.val.ds.Dir, ep.ID, err)
+		}
+		err = t.val.ds.ReadEpisode(ep, func(smp *datasets.Sample) error {
+			if err := smp.Row.ApplyChanges(c); err != nil {
+				return err
+			}
+			task := smp.Row.Task()
+			chosen := sim.Choice{Node: int(smp.Row.Action), GPUs: sim.GPUSet(smp.Row.ActionGPUs)}
+			defer c.Place(task, chosen) // ReadEpisode's replay has checked it
 			if !t.val.picked(int64(smp.Row.Step), ep.Rows) {
 				return nil
 			}
-			if err := s.hb.Put(s.hb.Size, &smp.Obs); err != nil {
+			if err := hb.Put(0, &smp.Obs); err != nil {
 				return err
 			}
-			s.hb.Size++
-			s.actions = append(s.actions, smp.Row.Action)
-			s.rtg = append(s.rtg, smp.Row.ReturnToGo)
-			if s.hb.Size == valBatch {
-				s.flush()
+			nn.NoGrad(func() {
+				in := hb.Tensors(t.dev)
+				out := t.net.Forward(in)
+				in.Drop()
+				logits, values = nn.HostFloats(out.Logits, logits), nn.HostFloats(out.Value, values)
+				out.Drop()
+			})
+			mask := smp.Obs.Mask
+			choice, action := argmax(logits, mask), int(smp.Row.Action)
+			m.n++
+			if choice == action {
+				m.same++
 			}
+			if choice == action || choice >= 0 && nodeScore(expert, c, task, choice) >= expert.Score(c, task, chosen) {
+				m.agree++
+			}
+			m.ce += logSumExp(logits, mask) - float64(logits[action])
+			d := (float64(values[0]) - float64(smp.Row.ReturnToGo)) / t.net.Arch.ValueScale
+			m.value += d * d
 			return nil
 		})
 		if err != nil {
-			return valMetrics{}, err
+			return m, err
 		}
 	}
-	s.flush()
-	return s.m, nil
+	return m, nil
 }
 
-// flush scores the decisions gathered so far.
-func (s *scorer) flush() {
-	hb := s.hb
-	if hb.Size == 0 {
-		return
+// nodeScore is the expert's best score for t on node i over the node's GPU choices.
+func nodeScore(expert policy.Placer, c *sim.Cluster, t sim.Task, i int) float64 {
+	if t.NumGPU == 0 {
+		return expert.Score(c, t, sim.Choice{Node: i})
 	}
-	var width int
-	nn.NoGrad(func() {
-		in := hb.Tensors(s.t.dev)
-		width = int(in.Nodes.MustSize()[1])
-		out := s.t.net.Forward(in)
-		in.Drop()
-		s.logits, s.values = nn.HostFloats(out.Logits, s.logits), nn.HostFloats(out.Value, s.values)
-		out.Drop()
-	})
-	scale := s.t.net.Arch.ValueScale
-	for j := range hb.Size {
-		n := int(hb.NumNodes[j])
-		logits := s.logits[j*width : j*width+n]
-		mask := hb.Mask[j*hb.MaxNodes : j*hb.MaxNodes+n]
-		choice, expert := argmax(logits, mask), int(s.actions[j])
-		s.m.n++
-		if choice == expert {
-			s.m.same++
+	best := math.Inf(-1)
+	if set, ok := c.TightestGPUs(t, i); ok {
+		best = expert.Score(c, t, sim.Choice{Node: i, GPUs: set})
+	}
+	if t.Sharing() {
+		free := c.Free(i)
+		for g := range free.GPUs {
+			if free.GPU[g] >= t.GPUMilli {
+				best = math.Max(best, expert.Score(c, t, sim.Choice{Node: i, GPUs: sim.NewGPUSet(g)}))
+			}
 		}
-		if s.tied(j, choice, expert) {
-			s.m.agree++
-		}
-		s.m.ce += logSumExp(logits, mask) - float64(logits[expert])
-		d := (float64(s.values[j]) - float64(s.rtg[j])) / scale
-		s.m.value += d * d
 	}
-	hb.Size, s.actions, s.rtg = 0, s.actions[:0], s.rtg[:0]
-}
-
-// tied reports whether node choice is as good as the expert's under the expert's own score:
-// the same node, an identical node row, or (FGD) the same fragment change.
-func (s *scorer) tied(j, choice, expert int) bool {
-	if choice == expert {
-		return true
-	}
-	if choice < 0 {
-		return false
-	}
-	nd := s.hb.NodeDim
-	base := j * s.hb.MaxNodes * nd
-	a := s.hb.Nodes[base+choice*nd : base+(choice+1)*nd]
-	b := s.hb.Nodes[base+expert*nd : base+(expert+1)*nd]
-	if slices.Equal(a, b) {
-		return true
-	}
-	return s.fd >= 0 && math.Abs(float64(a[s.fd]-b[s.fd])) <= 1e-6
+	return best
 }
 
 // argmax is the first feasible index with the largest logit (-1 when none is feasible).

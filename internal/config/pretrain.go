@@ -22,8 +22,6 @@ type PretrainConfig struct {
 	MaxSteps int `mapstructure:"max_steps" yaml:"max_steps"`
 	// StepsPerEpoch, when > 0, caps the optimiser steps of one epoch (a sampled epoch).
 	StepsPerEpoch int `mapstructure:"steps_per_epoch" yaml:"steps_per_epoch"`
-	// ShuffleBuffer is how many decisions are held to draw mini-batches from at random.
-	ShuffleBuffer int `mapstructure:"shuffle_buffer" yaml:"shuffle_buffer"`
 	// Optimiser: Adam with this learning rate, betas, epsilon and decoupled weight decay.
 	LR          float64 `mapstructure:"lr" yaml:"lr"`
 	Beta1       float64 `mapstructure:"beta1" yaml:"beta1"`
@@ -43,6 +41,9 @@ type PretrainConfig struct {
 	// (by at least MinDelta); 0 disables early stopping.
 	Patience int     `mapstructure:"patience" yaml:"patience"`
 	MinDelta float64 `mapstructure:"min_delta" yaml:"min_delta"`
+	// Expert is the placement policy the dataset logged (see schedrl sim); validation counts a
+	// choice as agreeing when this policy scores it as high as its own (ties are common).
+	Expert string `mapstructure:"expert" yaml:"expert"`
 	// ValMaxSamples, when > 0, validates on that many decisions of each val episode, spread
 	// evenly over it.
 	ValMaxSamples int `mapstructure:"val_max_samples" yaml:"val_max_samples"`
@@ -60,7 +61,6 @@ func (c *PretrainConfig) SetDefaults() {
 	c.Out = "runs/pretrain"
 	c.Epochs = 3
 	c.BatchSize = 32
-	c.ShuffleBuffer = 2048
 	c.LR = 3e-3
 	c.Beta1 = 0.9
 	c.Beta2 = 0.999
@@ -73,6 +73,7 @@ func (c *PretrainConfig) SetDefaults() {
 	c.Patience = 2
 	c.MinDelta = 0.001
 	c.CheckpointEvery = 200
+	c.Expert = "fgd"
 }
 
 // Validate checks ranges; Dataset may be empty here and come from a flag.
@@ -88,8 +89,6 @@ func (c PretrainConfig) Validate() error {
 		return fmt.Errorf("max_steps: must be >= 0, got %d", c.MaxSteps)
 	case c.StepsPerEpoch < 0:
 		return fmt.Errorf("steps_per_epoch: must be >= 0, got %d", c.StepsPerEpoch)
-	case c.ShuffleBuffer < c.BatchSize:
-		return fmt.Errorf("shuffle_buffer: must be >= batch_size (%d), got %d", c.BatchSize, c.ShuffleBuffer)
 	case !(c.LR > 0):
 		return fmt.Errorf("lr: must be > 0, got %g", c.LR)
 	case c.Beta1 < 0 || c.Beta1 >= 1:
@@ -114,6 +113,8 @@ func (c PretrainConfig) Validate() error {
 		return fmt.Errorf("patience: must be >= 0, got %d", c.Patience)
 	case c.MinDelta < 0:
 		return fmt.Errorf("min_delta: must be >= 0, got %g", c.MinDelta)
+	case c.Expert == "":
+		return fmt.Errorf("expert: must name the placement policy the dataset logged")
 	case c.ValMaxSamples < 0:
 		return fmt.Errorf("val_max_samples: must be >= 0, got %d", c.ValMaxSamples)
 	case c.CheckpointEvery < 0:

@@ -21,7 +21,7 @@ func TestPretrainAndNetworkValidate(t *testing.T) {
 		edit  func(*PretrainConfig, *NetworkConfig)
 	}{
 		{"epochs", func(p *PretrainConfig, _ *NetworkConfig) { p.Epochs = 0 }},
-		{"shuffle_buffer", func(p *PretrainConfig, _ *NetworkConfig) { p.ShuffleBuffer = p.BatchSize - 1 }},
+		{"batch_size", func(p *PretrainConfig, _ *NetworkConfig) { p.BatchSize = 0 }},
 		{"lr_schedule", func(p *PretrainConfig, _ *NetworkConfig) { p.LRSchedule = "step" }},
 		{"lr_min", func(p *PretrainConfig, _ *NetworkConfig) { p.LRMin = 2 * p.LR }},
 		{"grad_clip", func(p *PretrainConfig, _ *NetworkConfig) { p.GradClip = -1 }},

@@ -1,0 +1,75 @@
+package nn
+
+import (
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// timedPlacer records the wall time of every decision.
+type timedPlacer struct {
+	sim.Placer
+	took []time.Duration
+}
+
+func (p *timedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
+	start := time.Now()
+	ch, ok := p.Placer.Place(c, t, rng)
+	p.took = append(p.took, time.Since(start))
+	return ch, ok
+}
+
+// BenchmarkPlacerDecision runs a checkpoint placer (default network size, random weights: the
+// cost does not depend on them) through one arrival episode of the default openb trace at
+// tune 1.3 on the full 1213-node cluster, and reports the decision latency percentiles: the
+// environment's encoding plus one forward pass on CPU, per task. Run with -benchtime=1x.
+func BenchmarkPlacerDecision(b *testing.B) {
+	_, file, _, _ := runtime.Caller(0)
+	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
+		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: 1.3, Seed: 49, Coverage: 0.95})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := Device(config.DeviceConfig{Name: "cpu", Threads: 1}); err != nil {
+		b.Fatal(err)
+	}
+	net := benchNet(b)
+	pol := &Policy{Net: net, name: "bench", dev: net.VS.Device()}
+	var all []time.Duration
+	for range b.N {
+		tp := &timedPlacer{Placer: pol.NewPlacer()}
+		if _, _, err := p.Run(tp, nil); err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, tp.took...)
+	}
+	slices.Sort(all)
+	q := func(f float64) float64 { return float64(all[int(f*float64(len(all)-1))].Microseconds()) / 1000 }
+	b.ReportMetric(q(0.5), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
+	b.ReportMetric(q(1), "max-ms")
+	b.ReportMetric(float64(len(all))/float64(b.N), "decisions/op")
+}
+
+func benchNet(b *testing.B) *Net {
+	b.Helper()
+	spec, _ := env.SpecOf(env.PlacementName)
+	var nc config.NetworkConfig
+	nc.SetDefaults()
+	Seed(1)
+	net, err := NewNet(NewArch(spec, nc, 50), gotch.CPU)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return net
+}
