@@ -10,9 +10,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/pretrain"
+	"github.com/schedrl/schedrl/sim"
 )
 
 func init() {
@@ -78,4 +80,24 @@ func init() {
 	f.IntVar(&epochs, "epochs", 0, "epochs (default: pretrain.epochs)")
 	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
 	rootCmd.AddCommand(cmd)
+}
+
+// simPlacer resolves sim's --policy exactly as eval resolves its policies: a heuristic name,
+// ckpt:DIR (a checkpoint, e.g. pretrain's output) or a registry reference.
+func simPlacer(cfg config.Config, name string) (func() (sim.Placer, error), func(), error) {
+	ref, err := eval.ParsePolicyRef(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	resolve, cleanup := policyResolver(cfg, slog.Default())
+	factory, err := resolve(ref)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	if _, err := factory(); err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return factory, cleanup, nil
 }

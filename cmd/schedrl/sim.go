@@ -101,10 +101,11 @@ func init() {
 			if err := sc.Validate(); err != nil {
 				return fmt.Errorf("sim: %w", err)
 			}
-			newPlacer := func() (sim.Placer, error) { return policy.NewPlacer(sc.Policy) }
-			if _, err := newPlacer(); err != nil {
+			newPlacer, cleanup, err := simPlacer(cfg, sc.Policy)
+			if err != nil {
 				return err
 			}
+			defer cleanup()
 			exp := sim.Experiment{NodesPath: sc.Nodes, PodsPath: sc.Pods, Tune: sc.Tune, Seed: sc.Seed, Coverage: sc.Coverage}
 			if f.Changed("seeds") || len(podList) > 1 {
 				if out != "" || logPath != "" {
