@@ -38,7 +38,7 @@ type PretrainConfig struct {
 	// ValueCoef weighs the value loss against the cross-entropy.
 	ValueCoef float64 `mapstructure:"value_coef" yaml:"value_coef"`
 	// Patience stops training after that many epochs without a better validation agreement
-	// (by at least MinDelta); 0 disables early stopping.
+	// (by more than MinDelta); 0 disables early stopping. The checkpoint keeps the best epoch.
 	Patience int     `mapstructure:"patience" yaml:"patience"`
 	MinDelta float64 `mapstructure:"min_delta" yaml:"min_delta"`
 	// Expert is the placement policy the dataset logged (see schedrl sim); validation counts a
@@ -71,7 +71,6 @@ func (c *PretrainConfig) SetDefaults() {
 	c.GradClip = 1
 	c.ValueCoef = 0.5
 	c.Patience = 2
-	c.MinDelta = 0.001
 	c.CheckpointEvery = 200
 	c.Expert = "fgd"
 }
