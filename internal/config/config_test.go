@@ -21,3 +21,13 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("Endpoints() = %v, want %v", got, want)
 	}
 }
+
+// Every section declares its defaults and its rules; a new section without them fails here.
+func TestEverySectionIsASection(t *testing.T) {
+	cfg := Default()
+	forEachSection(&cfg, func(name string, s reflect.Value) {
+		if _, ok := s.Addr().Interface().(Section); !ok {
+			t.Errorf("section %q (%s) lacks SetDefaults() on its pointer or Validate() error", name, s.Type())
+		}
+	})
+}
