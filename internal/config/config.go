@@ -27,6 +27,7 @@ type Config struct {
 	Eval     EvalConfig     `mapstructure:"eval" yaml:"eval"`
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
 	Pipeline PipelineConfig `mapstructure:"pipeline" yaml:"pipeline"`
+	Defrag   DefragConfig   `mapstructure:"defrag" yaml:"defrag"`
 }
 
 // Section is implemented by section types that have defaults (through a pointer) and rules.
