@@ -69,6 +69,9 @@ func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {
 			return nil, fmt.Errorf("finetune.cluster_sizes[%d]: %d nodes asked, %s has %d", i, n, cfg.Nodes, len(nodes))
 		}
 	}
+	if cfg.EvalClusterSize > len(nodes) {
+		return nil, fmt.Errorf("finetune.eval_cluster_size: %d nodes asked, %s has %d", cfg.EvalClusterSize, cfg.Nodes, len(nodes))
+	}
 	e.sizes = cfg.ClusterSizes
 	return e, nil
 }
@@ -89,8 +92,17 @@ func (e *episodes) draw(rng *rand.Rand) Draw {
 // build starts the episode d names: a seeded node subset (all nodes for size 0) and the trace's
 // workload tuned to that subset's GPU capacity, which samples the trace in proportion.
 func (e *episodes) build(d Draw) (*env.Arrivals, error) {
+	c, work, err := e.workload(d)
+	if err != nil {
+		return nil, err
+	}
+	return env.NewArrivals(c, work, e.opts), nil
+}
+
+// workload is the empty cluster and the task sequence of episode d.
+func (e *episodes) workload(d Draw) (*sim.Cluster, []sim.Task, error) {
 	if d.Trace < 0 || d.Trace >= len(e.traces) {
-		return nil, fmt.Errorf("episode trace index %d out of range (%d traces)", d.Trace, len(e.traces))
+		return nil, nil, fmt.Errorf("episode trace index %d out of range (%d traces)", d.Trace, len(e.traces))
 	}
 	tr := e.traces[d.Trace]
 	nodes := e.nodes
@@ -104,12 +116,12 @@ func (e *episodes) build(d Draw) (*env.Arrivals, error) {
 	}
 	c, err := sim.NewCluster(nodes, tr.model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	_, _, capGPU := c.Capacity()
 	work, err := sim.TuneWorkload(tr.tasks, capGPU, e.tune, sim.RNG(d.Seed, sim.StreamWorkload))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", tr.path, err)
+		return nil, nil, fmt.Errorf("%s: %w", tr.path, err)
 	}
-	return env.NewArrivals(c, work, e.opts), nil
+	return c, work, nil
 }

@@ -15,9 +15,17 @@ type heldOut struct {
 	Mean     float64   `json:"mean_alloc_gpu_pct"`
 }
 
+func grow(buf *[]float32, n int) []float32 {
+	if cap(*buf) < n {
+		*buf = make([]float32, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
 // evaluate runs the network greedily (the highest-scoring feasible node) on the first trace's
 // workload for each seed on size nodes (0: all), all seeds stepping together with one batched forward
-// per step, and reports the GPU allocation when the last task has arrived.
+// per step over deduplicated rows, and reports the GPU allocation when the last task has arrived.
 func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (heldOut, error) {
 	p := &pool{eps: eps, slots: make([]*slot, len(seeds)), workers: workers}
 	for i := range p.slots {
@@ -27,6 +35,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		return heldOut{}, err
 	}
 	samples := make([]sample, len(seeds))
+	nodeLogits := make([][]float32, len(seeds))
 	// Ties break with each workload's policy stream, as sim's runner hands it to a placer.
 	rngs := make([]*rand.Rand, len(seeds))
 	for i, s := range seeds {
@@ -50,18 +59,22 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		}
 		if err := sub.parallel(func(k int, s *slot) error {
 			s.ep.Observe(&s.obs)
-			refs[k].store(&s.obs)
+			s.rows.compact(&s.obs, pol.net.Arch.NodeDim, refs[k])
 			return nil
 		}); err != nil {
 			return heldOut{}, err
 		}
-		sc, err := evalPolicy(pol, refs)
-		if err != nil {
-			return heldOut{}, err
-		}
+		sc := evalPolicy(pol, refs)
 		w := sc.width
 		if err := sub.parallel(func(k int, s *slot) error {
-			a := nn.ArgmaxFeasible(sc.logits[k*w:(k+1)*w], refs[k].obs.Mask, rngs[active[k]])
+			// Back to one logit per node, so ties break over nodes as the placer's do.
+			logits := grow(&nodeLogits[active[k]], s.obs.NumNodes)
+			for r, members := range s.rows.members {
+				for _, i := range members {
+					logits[i] = sc.logits[k*w+r]
+				}
+			}
+			a := nn.ArgmaxFeasible(logits, s.obs.Mask, rngs[active[k]])
 			_, err := s.ep.Step(env.Action{Candidate: a})
 			return err
 		}); err != nil {

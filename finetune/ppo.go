@@ -16,10 +16,6 @@ type policy struct {
 	dev gotch.Device
 }
 
-// logProbs is log-softmax over each row's candidates; the network has already pushed
-// infeasible and padding candidates to nn.MaskedLogit, so their probability is exactly 0.
-func logProbs(logits *ts.Tensor) *ts.Tensor { return logits.MustLogSoftmax(-1, gotch.Float, false) }
-
 // updateStats are one update's loss terms and diagnostics, averaged over its mini-batches.
 type updateStats struct {
 	PolicyLoss, ValueLoss, Entropy float64
@@ -70,10 +66,7 @@ func (l *learner) refLogp(r *rollout) ([][]float32, error) {
 		for i := lo; i < min(lo+chunk, len(r.samples)); i++ {
 			refs = append(refs, &r.samples[i])
 		}
-		sc, err := evalPolicy(*l.ref, refs)
-		if err != nil {
-			return nil, err
-		}
+		sc := evalPolicy(*l.ref, refs)
 		for k, s := range refs {
 			out[lo+k] = sc.logp[k*sc.width : k*sc.width+s.obs.NumNodes]
 		}
@@ -147,12 +140,8 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 			a[k] = float32((float64(a[k]) - m) / (sd + 1e-8))
 		}
 	}
-	in, err := input(l.pol.net.Arch, samples, dev)
-	if err != nil {
-		return updateStats{}, err
-	}
-	defer in.Drop()
-	width := int(in.Mask.MustSize()[1])
+	b := newBatch(l.pol.net.Arch, samples, dev)
+	defer b.drop()
 	var keep []*ts.Tensor // every intermediate, dropped after the step
 	hold := func(t *ts.Tensor) *ts.Tensor { keep = append(keep, t); return t }
 	defer func() {
@@ -163,10 +152,10 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 	vec := func(x []float32) *ts.Tensor { return hold(tensorOf(x, []int64{int64(len(x))}, dev)) }
 	act := hold(ts.MustOfSlice(actions).MustTo(dev, true).MustView([]int64{int64(len(idx)), 1}, true))
 
-	out := l.pol.net.Forward(in)
+	out := l.pol.net.Forward(b.in)
 	newV := hold(out.Value)
-	logp := hold(logProbs(hold(out.Logits)))
-	maskF := hold(in.Mask.MustTotype(gotch.Float, false))
+	logp := hold(b.logProbs(hold(out.Logits)))
+	maskF := hold(b.in.Mask.MustTotype(gotch.Float, false))
 	newLogp := hold(hold(logp.MustGather(1, act, false, false)).MustView([]int64{int64(len(idx))}, false))
 	logRatio := hold(newLogp.MustSub(vec(oldLogp), false))
 	ratio := hold(logRatio.MustExp(false))
@@ -197,7 +186,7 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 		for k, i := range idx {
 			refRows[k] = ref[i]
 		}
-		refLogp := hold(paddedRows(refRows, width, dev))
+		refLogp := hold(paddedRows(refRows, b.width, dev))
 		diff := hold(refLogp.MustSub(logp, false))
 		terms := hold(hold(hold(refLogp.MustExp(false)).MustMul(diff, false)).MustMul(maskF, false))
 		klT := hold(hold(terms.MustSumDimIntlist([]int64{1}, false, gotch.Float, false)).MustMean(gotch.Float, false))

@@ -50,8 +50,8 @@ func smallConfig(t *testing.T, from, out string) config.Config {
 	return cfg
 }
 
-// pretrained saves a freshly initialised placement network as a checkpoint to start from.
-func pretrained(t *testing.T) string {
+// pretrainedNet is a freshly initialised placement network.
+func pretrainedNet(t *testing.T) *nn.Net {
 	t.Helper()
 	spec, err := env.SpecOf(env.PlacementName)
 	if err != nil {
@@ -64,8 +64,14 @@ func pretrained(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return net
+}
+
+// pretrained saves a fresh placement network as a checkpoint to start from.
+func pretrained(t *testing.T) string {
+	t.Helper()
 	dir := filepath.Join(t.TempDir(), "pretrained")
-	if _, err := nn.SaveCheckpoint(dir, net, nn.Lineage{}); err != nil {
+	if _, err := nn.SaveCheckpoint(dir, pretrainedNet(t), nn.Lineage{}); err != nil {
 		t.Fatal(err)
 	}
 	return dir

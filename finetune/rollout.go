@@ -20,6 +20,7 @@ type slot struct {
 	actions []int32
 	ret     float64
 	obs     env.Observation
+	rows    compactor
 }
 
 // episodeEnd is a finished training episode's outcome.
@@ -137,10 +138,12 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	steps := len(r.samples) / envs
 	r.ended = r.ended[:0]
 	refs := make([]*sample, envs)
+	nodes := make([]int, envs)
+	nodeDim := pol.net.Arch.NodeDim
 	for t := range steps {
 		if err := p.parallel(func(e int, s *slot) error {
 			s.ep.Observe(&s.obs)
-			r.samples[t*envs+e].store(&s.obs)
+			s.rows.compact(&s.obs, nodeDim, &r.samples[t*envs+e])
 			return nil
 		}); err != nil {
 			return err
@@ -148,24 +151,27 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 		for e := range envs {
 			refs[e] = &r.samples[t*envs+e]
 		}
-		sc, err := evalPolicy(pol, refs)
-		if err != nil {
-			return err
-		}
+		sc := evalPolicy(pol, refs)
 		w := sc.width
 		for e, s := range refs {
 			s.action = sampleAction(sc.logp[e*w:(e+1)*w], s.obs.Mask, rng)
 			s.logp, s.value = sc.logp[e*w+s.action], sc.value[e]
+			// Any node of the row: they are the same to the network.
+			members := p.slots[e].rows.members[s.action]
+			nodes[e] = members[0]
+			if len(members) > 1 {
+				nodes[e] = members[rng.IntN(len(members))]
+			}
 		}
 		var done []int
 		var mu sync.Mutex
 		if err := p.parallel(func(e int, s *slot) error {
 			smp := refs[e]
-			res, err := s.ep.Step(env.Action{Candidate: smp.action})
+			res, err := s.ep.Step(env.Action{Candidate: nodes[e]})
 			if err != nil {
 				return fmt.Errorf("episode %+v step %d: %w", s.draw, len(s.actions), err)
 			}
-			s.actions = append(s.actions, int32(smp.action))
+			s.actions = append(s.actions, int32(nodes[e]))
 			s.ret += res.Reward
 			smp.reward, smp.done = float32(res.Reward), res.Done
 			if res.Done {
@@ -190,15 +196,14 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	last := make([]sample, envs)
 	if err := p.parallel(func(e int, s *slot) error {
 		s.ep.Observe(&s.obs)
-		last[e].store(&s.obs)
+		s.rows.compact(&s.obs, nodeDim, &last[e])
 		refs[e] = &last[e]
 		return nil
 	}); err != nil {
 		return err
 	}
-	sc, err := evalPolicy(pol, refs)
-	r.last = sc.value
-	return err
+	r.last = evalPolicy(pol, refs).value
+	return nil
 }
 
 // scores is a no-grad forward over a padded batch, row-major with width columns.
@@ -208,22 +213,19 @@ type scores struct {
 }
 
 // evalPolicy runs one no-grad forward over samples.
-func evalPolicy(pol policy, samples []*sample) (scores, error) {
-	in, err := input(pol.net.Arch, samples, pol.dev)
-	if err != nil {
-		return scores{}, err
-	}
-	defer in.Drop()
+func evalPolicy(pol policy, samples []*sample) scores {
+	b := newBatch(pol.net.Arch, samples, pol.dev)
+	defer b.drop()
 	var sc scores
 	nn.NoGrad(func() {
-		out := pol.net.Forward(in)
-		lp := logProbs(out.Logits)
+		out := pol.net.Forward(b.in)
+		lp := b.logProbs(out.Logits)
 		sc = scores{logits: nn.HostFloats(out.Logits, nil), logp: nn.HostFloats(lp, nil),
-			value: nn.HostFloats(out.Value, nil), width: int(lp.MustSize()[1])}
+			value: nn.HostFloats(out.Value, nil), width: b.width}
 		lp.MustDrop()
 		out.Drop()
 	})
-	return sc, nil
+	return sc
 }
 
 // sampleAction draws a feasible candidate from log-probabilities; masked candidates have

@@ -1,0 +1,194 @@
+package finetune
+
+import (
+	"math"
+	"slices"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/sugarme/gotch"
+)
+
+func TestAdvantages(t *testing.T) {
+	const g, l = 0.9, 0.5
+	for _, tc := range []struct {
+		name          string
+		reward, value []float32
+		done          []bool
+		last          []float32
+		envs          int
+		want          []float64
+	}{
+		{
+			// One env, no episode end: delta_t = r + g V(t+1) - V(t), A_t = delta_t + g l A_t+1.
+			name: "bootstrap", envs: 1,
+			reward: []float32{1, 2}, value: []float32{0.5, 1}, done: []bool{false, false}, last: []float32{2},
+			want: []float64{
+				(1 + g*1 - 0.5) + g*l*(2+g*2-1),
+				2 + g*2 - 1,
+			},
+		},
+		{
+			// The episode ends at step 0: nothing flows back across it, no bootstrap.
+			name: "episode end", envs: 1,
+			reward: []float32{1, 2}, value: []float32{0.5, 1}, done: []bool{true, false}, last: []float32{2},
+			want: []float64{1 - 0.5, 2 + g*2 - 1},
+		},
+		{
+			// Two envs interleaved step-major: each env's chain is its own.
+			name: "two envs", envs: 2,
+			reward: []float32{1, 0, 0, 3}, value: []float32{0, 0, 0, 0}, done: []bool{false, false, false, true}, last: []float32{10, 10},
+			want: []float64{1 + g*l*(g*10), 0 + g*l*3, g * 10, 3},
+		},
+	} {
+		adv, ret := advantages(tc.reward, tc.value, tc.done, tc.last, tc.envs, g, l)
+		for i := range tc.want {
+			if math.Abs(float64(adv[i])-tc.want[i]) > 1e-5 {
+				t.Errorf("%s: adv[%d] = %v, want %v", tc.name, i, adv[i], tc.want[i])
+			}
+			if math.Abs(float64(ret[i]-adv[i]-tc.value[i])) > 1e-5 {
+				t.Errorf("%s: ret[%d] = %v, want adv + value = %v", tc.name, i, ret[i], adv[i]+tc.value[i])
+			}
+		}
+	}
+}
+
+func TestExplainedVariance(t *testing.T) {
+	target := []float32{1, 2, 3, 4}
+	if ev := explainedVariance(target, target); ev != 1 {
+		t.Errorf("perfect critic: %v, want 1", ev)
+	}
+	if ev := explainedVariance([]float32{2.5, 2.5, 2.5, 2.5}, target); math.Abs(ev) > 1e-12 {
+		t.Errorf("constant critic: %v, want 0", ev)
+	}
+	if ev := explainedVariance(target, []float32{1, 1, 1, 1}); !math.IsNaN(ev) {
+		t.Errorf("constant targets: %v, want NaN", ev)
+	}
+}
+
+// Sampling follows the probabilities and never returns a masked candidate, even one whose
+// stored log-probability is large.
+func TestSampleActionMasked(t *testing.T) {
+	logp := []float32{float32(math.Log(0.25)), 5, float32(math.Log(0.75)), -1e9}
+	mask := []bool{true, false, true, false}
+	rng := rand.New(rand.NewPCG(1, 2))
+	counts := make([]int, len(mask))
+	const n = 20000
+	for range n {
+		counts[sampleAction(logp, mask, rng)]++
+	}
+	if counts[1] != 0 || counts[3] != 0 {
+		t.Fatalf("masked candidates sampled: %v", counts)
+	}
+	if f := float64(counts[0]) / n; math.Abs(f-0.25) > 0.02 {
+		t.Errorf("candidate 0 drawn %.3f of the time, want 0.25", f)
+	}
+}
+
+func TestEpisodesSubsetAndWorkload(t *testing.T) {
+	var fc config.FinetuneConfig
+	fc.SetDefaults()
+	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
+	fc.TracesDir = traceDir()
+	fc.ClusterSizes = []int{100, 0}
+	eps, err := newEpisodes(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := eps.build(Draw{Seed: 49})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := eps.build(Draw{Seed: 49, Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := eps.build(Draw{Seed: 49, Size: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := small.Cluster().NumNodes(); n != 100 {
+		t.Fatalf("sub-cluster has %d nodes, want 100", n)
+	}
+	if full.Cluster().NumNodes() != len(eps.nodes) {
+		t.Fatalf("size 0 has %d nodes, want all %d", full.Cluster().NumNodes(), len(eps.nodes))
+	}
+	if small.Cluster().Node(50) != again.Cluster().Node(50) || small.Task().Name != again.Task().Name {
+		t.Fatal("the same draw built different episodes")
+	}
+	// The workload is tuned to each cluster's own GPU capacity.
+	for _, a := range []struct {
+		name string
+		n    int
+	}{{"full", 0}, {"small", 100}} {
+		c, work, err := eps.workload(Draw{Seed: 49, Size: a.n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, capGPU := c.Capacity()
+		var total int64
+		for _, task := range work {
+			total += task.TotalGPUMilli()
+		}
+		if r := float64(total) / float64(capGPU); r < 1.2 || r > 1.3 {
+			t.Errorf("%s: workload asks %.3f x the GPU capacity, want about 1.3", a.name, r)
+		}
+	}
+	if _, err := eps.build(Draw{Trace: 3}); err == nil {
+		t.Error("an out-of-range trace index built an episode")
+	}
+}
+
+// Merging identical node rows changes nothing the policy says: per-node logits and the value
+// match the full forward, and a row's probability is the sum over its nodes.
+func TestCompactMatchesFullForward(t *testing.T) {
+	var fc config.FinetuneConfig
+	fc.SetDefaults()
+	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
+	fc.TracesDir = traceDir()
+	eps, err := newEpisodes(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := eps.build(Draw{Seed: 7, Size: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := policy{net: pretrainedNet(t), dev: gotch.CPU}
+	var obs env.Observation
+	var rows compactor
+	for step := 0; step < 400 && !ep.Done(); step++ {
+		ep.Observe(&obs)
+		var full, small sample
+		full.store(&obs)
+		rows.compact(&obs, pol.net.Arch.NodeDim, &small)
+		if step%100 == 0 {
+			f, s := evalPolicy(pol, []*sample{&full}), evalPolicy(pol, []*sample{&small})
+			if small.obs.NumNodes >= obs.NumNodes {
+				t.Fatalf("step %d: %d rows for %d nodes", step, small.obs.NumNodes, obs.NumNodes)
+			}
+			if math.Abs(float64(f.value[0]-s.value[0])) > 1e-4*math.Max(1, math.Abs(float64(f.value[0]))) {
+				t.Fatalf("step %d: value %v full, %v compact", step, f.value[0], s.value[0])
+			}
+			for r, members := range rows.members {
+				var p float64
+				for _, i := range members {
+					if math.Abs(float64(f.logits[i]-s.logits[r])) > 1e-4 {
+						t.Fatalf("step %d node %d: logit %v full, %v as row %d", step, i, f.logits[i], s.logits[r], r)
+					}
+					p += math.Exp(float64(f.logp[i]))
+				}
+				if got := math.Exp(float64(s.logp[r])); math.Abs(got-p) > 1e-4 {
+					t.Fatalf("step %d row %d: probability %v, nodes sum to %v", step, r, got, p)
+				}
+			}
+		}
+		a := slices.Index(obs.Mask, true)
+		if _, err := ep.Step(env.Action{Candidate: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
