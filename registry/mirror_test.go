@@ -154,8 +154,9 @@ func TestConcurrentPublishersMirrorOnce(t *testing.T) {
 	}
 }
 
-// TestMLflowDownThenSync: with MLflow stopped the publish still lands in the store; after
-// MLflow is back, Sync mirrors it, and the next publish would have too.
+// TestMLflowDownThenSync: with MLflow stopped publishes still land in the store; after
+// MLflow is back, the next publish of a model catches its missed versions up, and Sync
+// mirrors the rest.
 func TestMLflowDownThenSync(t *testing.T) {
 	ctx := context.Background()
 	cfg := s3Config(t, true)
@@ -176,6 +177,9 @@ func TestMLflowDownThenSync(t *testing.T) {
 	if _, err := r.Promote(ctx, v.Ref(), "champion"); err != nil {
 		t.Fatalf("promote with MLflow down: %v", err)
 	}
+	if _, err := r.Publish(ctx, "offline-next", makeCheckpoint(t, 2)); err != nil {
+		t.Fatalf("publish with MLflow down: %v", err)
+	}
 	if !strings.Contains(logs.String(), "registry sync") {
 		t.Fatal("no warning pointing at `registry sync` was logged")
 	}
@@ -188,6 +192,12 @@ func TestMLflowDownThenSync(t *testing.T) {
 	}
 	t.Logf("mlflow restarted in %v", time.Since(t0))
 	restarted = true
+	if _, err := r.Publish(ctx, "offline-next", makeCheckpoint(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if n, m := len(mlflowVersions(t, "offline-next")), len(mlflowVersions(t, "offline")); n != 2 || m != 0 {
+		t.Fatalf("after the next publish MLflow has %d versions of offline-next (want 2, caught up) and %d of offline (want 0)", n, m)
+	}
 	rep, err := r.Sync(ctx)
 	if err != nil || rep.Mirrored != 1 {
 		t.Fatalf("sync: %+v %v", rep, err)
