@@ -2,9 +2,9 @@ package finetune
 
 import (
 	"math"
-	"slices"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
