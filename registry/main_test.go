@@ -70,7 +70,7 @@ func testLogger() *slog.Logger {
 }
 
 // s3Config is a registry config for a fresh bucket of the test MinIO, optionally mirrored.
-func s3Config(t *testing.T, mirror bool) config.RegistryConfig {
+func s3Config(t testing.TB, mirror bool) config.RegistryConfig {
 	t.Helper()
 	bucket := fmt.Sprintf("reg-%d", bucketSeq.Add(1))
 	if err := minioSrv.MakeBucket(bucket); err != nil {
