@@ -23,7 +23,7 @@ import (
 var webFiles embed.FS
 
 var pageTemplate = template.Must(template.New("index.html").Funcs(template.FuncMap{
-	"short": func(s string) string { return s[:min(len(s), 12)] },
+	"short": shortDigest,
 	"num":   func(f float64) string { return strconv.FormatFloat(f, 'g', 6, 64) },
 }).ParseFS(webFiles, "web/index.html"))
 
@@ -112,7 +112,7 @@ func (r *Registry) pageModels(ctx context.Context) ([]pageModel, error) {
 		pm := pageModel{Name: name}
 		metrics := map[string]bool{}
 		for _, v := range slices.Backward(all[name]) {
-			pv := pageVersion{Version: v, Parent: v.Manifest.Parent}
+			pv := pageVersion{Version: v, Parent: shortDigest(v.Manifest.Parent)}
 			if ref, ok := byDigest[v.Manifest.Parent]; ok {
 				pv.Parent = ref
 			}
@@ -131,6 +131,8 @@ func (r *Registry) pageModels(ctx context.Context) ([]pageModel, error) {
 	}
 	return out, nil
 }
+
+func shortDigest(s string) string { return s[:min(len(s), 12)] }
 
 // serveFile sends one report file of a version after checking it against the manifest.
 func (r *Registry) serveFile(w http.ResponseWriter, req *http.Request) {

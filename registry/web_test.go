@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/schedrl/schedrl/internal/checkpoint"
 )
 
 // servePopulated publishes two versions (with report plots) and serves the page; it returns
@@ -22,10 +24,21 @@ func servePopulated(t *testing.T) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	r := open(t, fileConfig(t))
-	if _, err := r.Publish(ctx, "web-model", makeCheckpoint(t, 1)); err != nil {
+	v1, err := r.Publish(ctx, "web-model", makeCheckpoint(t, 1))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.Publish(ctx, "web-model", makeCheckpoint(t, 2)); err != nil {
+	// Version 2 was fine-tuned from version 1.
+	child := makeCheckpoint(t, 2)
+	m, err := checkpoint.Read(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Parent = v1.Digest
+	if _, err := checkpoint.Write(child, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Publish(ctx, "web-model", child); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := r.Promote(ctx, "web-model@2", "champion"); err != nil {
@@ -46,7 +59,7 @@ func servePopulated(t *testing.T) string {
 func TestPageServesVersionsAndPlots(t *testing.T) {
 	url := servePopulated(t)
 	page := get(t, url)
-	for _, want := range []string{`id="web-model@1"`, `id="web-model@2"`, `class="alias">champion`, "ds0002", "frag_reduction"} {
+	for _, want := range []string{`id="web-model@1"`, `id="web-model@2"`, `class="alias">champion`, "ds0002", "frag_reduction", `class="mono parent">web-model@1<`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
