@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Pretrain benchmarks (issue 5): training samples/s of one behaviour-cloning step on 32
 # decisions of the 1213-node cluster, gotch (BenchmarkTrainStep) against the same network in
-# PyTorch (scripts/bench/torch_reference.py), alternated ROUNDS times with THREADS libtorch
-# threads each; then checkpoint decision latency p50/p99 over one episode on CPU
-# (BenchmarkPlacerDecision, 1 libtorch thread as eval runs it).
+# PyTorch (scripts/bench/torch_reference.py), alternated ROUNDS times for each libtorch thread
+# count in THREADS; then checkpoint decision latency p50/p99 over one episode on CPU
+# (BenchmarkPlacerDecision, 1 libtorch thread as eval runs it): wall time, and the deciding
+# thread's CPU time, which leaves out waiting for a core on a shared machine.
 #
 # The PyTorch venv (.deps/venv-torch) is installed here, not by `make setup`: the torch 2.1.2
 # wheel from .deps/wheels plus, because `import torch` loads libtorch_cuda even on CPU, the
@@ -12,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 root="$PWD"
 eval "$(bash scripts/goenv.sh)"
-THREADS="${THREADS:-2}"
+THREADS="${THREADS:-1 2}"
 ROUNDS="${ROUNDS:-3}"
 venv="$root/.deps/venv-torch"
 wheels="$root/.deps/wheels"
@@ -48,10 +49,12 @@ if ! have_torch; then
 	have_torch || { log "error: torch does not import from $venv"; exit 1; }
 fi
 
-for round in $(seq "$ROUNDS"); do
-	go test -run '^$' -bench '^BenchmarkTrainStep$' -benchtime 30x ./pretrain/ -args -threads "$THREADS" |
-		awk -v r="$round" '/^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") printf "round %s gotch   train step: %s samples/s\n", r, $i }'
-	"$venv/bin/python" -W ignore scripts/bench/torch_reference.py --threads "$THREADS" --steps 30 2>/dev/null |
-		python3 -c 'import json, sys; r = json.load(sys.stdin); print("round %s pytorch train step: %s samples/s" % (sys.argv[1], r["samples_per_s"]))' "$round"
+for threads in $THREADS; do
+	for round in $(seq "$ROUNDS"); do
+		go test -run '^$' -bench '^BenchmarkTrainStep$' -benchtime 30x ./pretrain/ -args -threads "$threads" |
+			awk -v r="$round" -v t="$threads" '/^BenchmarkTrainStep/ { for (i = 1; i <= NF; i++) if ($(i+1) == "samples/s") printf "threads %s round %s gotch   train step: %s samples/s\n", t, r, $i }'
+		"$venv/bin/python" -W ignore scripts/bench/torch_reference.py --threads "$threads" --steps 30 2>/dev/null |
+			python3 -c 'import json, sys; r = json.load(sys.stdin); print("threads %s round %s pytorch train step: %s samples/s" % (sys.argv[1], sys.argv[2], r["samples_per_s"]))' "$threads" "$round"
+	done
 done
 go test -run '^$' -bench '^BenchmarkPlacerDecision$' -benchtime 1x ./nn/ | grep '^BenchmarkPlacerDecision'
