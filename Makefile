@@ -43,9 +43,10 @@ PKGS = $$(bash scripts/packages.sh all)
 NOCGO_PKGS = $$(bash scripts/packages.sh nocgo)
 
 ## test: setup, the package boundary, the no-cgo packages with CGO_ENABLED=0, then all tests
+## (-k: both test runs go on after a failure, so one CI log shows every failing package)
 test: setup
 	bash scripts/packages.sh check
-	$(MAKE) --no-print-directory test-nocgo test-all
+	$(MAKE) --no-print-directory -k test-nocgo test-all
 
 test-nocgo:
 	CGO_ENABLED=0 GOWORK=off $(GO) test $(NOCGO_PKGS)
