@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"path/filepath"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -47,26 +48,26 @@ type Result struct {
 	Steps      int
 	Best       EpochMetrics // the epoch whose weights the checkpoint holds
 	StopReason string
-	Elapsed    time.Duration
+	Elapsed    time.Duration // training wall time, earlier processes of a resumed run included
 }
 
 // Run trains into o.Pretrain.Out, resuming from the state there when it belongs to the same
 // config. Cancelling ctx saves the state and returns ctx's error.
 func Run(ctx context.Context, o Options) (*Result, error) {
-	start := time.Now()
 	t, err := newTrainer(o)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
 	if t.st.Done {
+		t.resumedDone = true
 		t.log.Info("pretrain: already complete", "out", t.cfg.Out, "best_epoch", t.st.BestEpoch)
-		return t.result(start), nil
+		return t.result(), nil
 	}
 	if err := t.train(ctx); err != nil {
 		return nil, err
 	}
-	res := t.result(start)
+	res := t.result()
 	t.log.Info("pretrain: done", "out", t.cfg.Out, "epochs", res.Epochs, "steps", res.Steps,
 		"best_epoch", res.Best.Epoch, "val_agreement", fmt.Sprintf("%.4f", res.Best.ValAgreement),
 		"val_exact", fmt.Sprintf("%.4f", res.Best.ValExact), "stop", res.StopReason, "elapsed", res.Elapsed.Round(time.Second))
@@ -90,6 +91,7 @@ type trainer struct {
 	stepsPerEpoch, totalSteps int
 	bar                       *progressbar.ProgressBar
 	began                     time.Time
+	resumedDone               bool // the output already held a finished run
 }
 
 // seconds is the run's wall time, earlier processes of a resumed run included.
@@ -133,7 +135,8 @@ func (t *trainer) epoch(ctx context.Context) error {
 			if serr := t.saveState(); serr != nil {
 				return errors.Join(err, serr)
 			}
-			return err
+			return fmt.Errorf("pretrain interrupted at step %d; state saved in %s, rerun to resume: %w",
+				t.st.Step, filepath.Join(t.cfg.Out, stateDir), err)
 		}
 		b, err := batches.Next()
 		if err == io.EOF {
@@ -253,8 +256,13 @@ func (t *trainer) progress(l stepLoss) {
 	}
 }
 
-func (t *trainer) result(start time.Time) *Result {
-	r := &Result{Dir: t.cfg.Out, Epochs: len(t.st.History), Steps: t.st.Step, StopReason: t.st.StopReason, Elapsed: time.Since(start)}
+func (t *trainer) result() *Result {
+	secs := t.st.Seconds
+	if !t.resumedDone {
+		secs = t.seconds()
+	}
+	r := &Result{Dir: t.cfg.Out, Epochs: len(t.st.History), Steps: t.st.Step, StopReason: t.st.StopReason,
+		Elapsed: time.Duration(secs * float64(time.Second))}
 	for _, m := range t.st.History {
 		if m.Epoch == t.st.BestEpoch {
 			r.Best = m
