@@ -153,7 +153,10 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 	act := hold(ts.MustOfSlice(actions).MustTo(dev, true).MustView([]int64{int64(len(idx)), 1}, true))
 
 	out := l.pol.net.Forward(b.in)
-	newV := hold(out.Value)
+	// The value loss is taken in the head's own units (returns / ValueScale): in return units
+	// its gradient would swamp the policy's in the shared encoder and under clipping.
+	vs := l.pol.net.Arch.ValueScale
+	newV := hold(hold(out.Value).MustDivScalar(ts.FloatScalar(vs), false))
 	logp := hold(b.logProbs(hold(out.Logits)))
 	maskF := hold(b.in.Mask.MustTotype(gotch.Float, false))
 	newLogp := hold(hold(logp.MustGather(1, act, false, false)).MustView([]int64{int64(len(idx))}, false))
@@ -165,6 +168,9 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 	pg2 := hold(hold(hold(ratio.MustClamp(ts.FloatScalar(1-cfg.ClipCoef), ts.FloatScalar(1+cfg.ClipCoef), false)).MustMul(advT, false)).MustNeg(false))
 	pgLoss := hold(hold(pg1.MustMaximum(pg2, false)).MustMean(gotch.Float, false))
 
+	for k := range rt {
+		rt[k], oldV[k] = rt[k]/float32(vs), oldV[k]/float32(vs)
+	}
 	retT, oldVT := vec(rt), vec(oldV)
 	vErr := hold(hold(newV.MustSub(retT, false)).MustSquare(false))
 	if cfg.ClipVLoss {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -70,5 +72,47 @@ func init() {
 	cmd.Flags().IntVar(&totalSteps, "total-steps", 0, "budget in environment steps (default: finetune.total_steps)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	config.AddFlags(cmd.Flags(), "")
+	cmd.AddCommand(finetunePlotCmd())
 	rootCmd.AddCommand(cmd)
+}
+
+func finetunePlotCmd() *cobra.Command {
+	var runs, refs []string
+	var out, title string
+	cmd := &cobra.Command{
+		Use:     "plot",
+		Short:   "Plot held-out GPU allocation vs environment steps of finetune runs (PNG)",
+		Example: "  schedrl finetune plot --run warm=runs/finetune --run scratch=runs/finetune-scratch --ref fgd=95.44 --out warm-vs-scratch.png",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var curves []finetune.Curve
+			for _, r := range runs {
+				label, dir, ok := strings.Cut(r, "=")
+				if !ok {
+					return fmt.Errorf("--run %q: want LABEL=DIR", r)
+				}
+				c, err := finetune.ReadCurve(label, dir)
+				if err != nil {
+					return err
+				}
+				curves = append(curves, c)
+			}
+			var lines []finetune.Reference
+			for _, r := range refs {
+				label, v, ok := strings.Cut(r, "=")
+				x, err := strconv.ParseFloat(v, 64)
+				if !ok || err != nil {
+					return fmt.Errorf("--ref %q: want LABEL=PERCENT", r)
+				}
+				lines = append(lines, finetune.Reference{Label: label, AllocPct: x})
+			}
+			return finetune.PlotCurves(out, title, curves, lines)
+		},
+	}
+	cmd.Flags().StringArrayVar(&runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
+	cmd.Flags().StringArrayVar(&refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
+	cmd.Flags().StringVar(&out, "out", "finetune.png", "PNG to write")
+	cmd.Flags().StringVar(&title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
+	_ = cmd.MarkFlagRequired("run")
+	return cmd
 }
