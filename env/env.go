@@ -77,6 +77,8 @@ func SpecOf(name string) (Spec, error) {
 	switch name {
 	case PlacementName:
 		return placementSpec, nil
+	case DefragName:
+		return defragSpec, nil
 	}
-	return Spec{}, fmt.Errorf("unknown environment %q (have %s)", name, PlacementName)
+	return Spec{}, fmt.Errorf("unknown environment %q (have %s, %s)", name, PlacementName, DefragName)
 }

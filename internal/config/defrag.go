@@ -59,11 +59,3 @@ func (c DefragConfig) Validate() error {
 	}
 	return nil
 }
-
-// Migrations is the budget as a count for a cluster running the given number of tasks.
-func (c DefragConfig) Migrations(running int) int {
-	if c.Budget >= 1 {
-		return int(c.Budget)
-	}
-	return int(c.Budget*float64(running) + 0.999999)
-}

@@ -1,0 +1,89 @@
+package defrag
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// Methods lists the planner names NewPlanner knows: the defragmentation heuristics and the
+// random agent.
+func Methods() []string { return append(policy.Defragmenters(), "random") }
+
+// NewPlanner returns the named heuristic planner, or the random agent.
+func NewPlanner(name string) (Planner, error) {
+	if strings.EqualFold(name, "random") {
+		return RandomAgent(), nil
+	}
+	d, err := policy.NewDefragmenter(name)
+	if err != nil {
+		return nil, fmt.Errorf("unknown planning method %q (valid: %s)", name, strings.Join(Methods(), ", "))
+	}
+	return Heuristic{D: d}, nil
+}
+
+// NewProblem builds a problem from a snapshot file's state; opts.Budget <= 0 is filled in by
+// budget (a count >= 1 or a fraction of the running tasks).
+func NewProblem(s sim.SnapshotFile, placerName string, opts env.DefragOptions) (Problem, error) {
+	c, pending, err := s.Build()
+	if err != nil {
+		return Problem{}, err
+	}
+	placer, err := policy.NewPlacer(placerName)
+	if err != nil {
+		return Problem{}, err
+	}
+	return Problem{Cluster: c, Pending: pending, Placer: placer, Options: opts}, nil
+}
+
+// Row is one method's plan on one state.
+type Row struct {
+	Seed   uint64  `json:"seed"`
+	Method string  `json:"method"`
+	Before Outcome `json:"before"`
+	After  Outcome `json:"after"`
+	Wall   float64 `json:"wall_seconds"`
+}
+
+// Compare makes the state of each seed and plans it with every method at the same budget.
+// budget is a count (>= 1) or a fraction of the running tasks.
+func Compare(base StateSpec, seeds []uint64, methods []string, placer string, opts env.DefragOptions, budget float64, samples int) ([]Row, error) {
+	var rows []Row
+	for _, seed := range seeds {
+		spec := base
+		spec.Seed = seed
+		snap, err := MakeState(spec)
+		if err != nil {
+			return nil, fmt.Errorf("seed %d: %w", seed, err)
+		}
+		pr, err := NewProblem(snap, placer, opts)
+		if err != nil {
+			return nil, fmt.Errorf("seed %d: %w", seed, err)
+		}
+		pr.Options.Budget = BudgetFor(budget, pr.Cluster.Running())
+		for _, m := range methods {
+			planner, err := NewPlanner(m)
+			if err != nil {
+				return nil, err
+			}
+			plan, err := Best(pr, planner, samples, seed)
+			if err != nil {
+				return nil, fmt.Errorf("seed %d: %w", seed, err)
+			}
+			rows = append(rows, Row{Seed: seed, Method: plan.Method, Before: plan.Before, After: plan.After, Wall: plan.WallSeconds})
+		}
+	}
+	return rows, nil
+}
+
+// BudgetFor is a budget (a count >= 1, or a fraction of the running tasks, rounded up) as a
+// number of migrations.
+func BudgetFor(budget float64, running int) int {
+	if budget >= 1 {
+		return int(budget)
+	}
+	return int(budget*float64(running) + 0.999999)
+}

@@ -1,0 +1,359 @@
+package env
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/schedrl/schedrl/sim"
+)
+
+// DefragSpec is the feature-spec version of the defrag observation.
+const DefragSpec = "defrag-v1"
+
+// DefragName is the environment's name in configs and manifests.
+const DefragName = "defrag"
+
+// Both stages' candidate rows share one layout, so one entity scorer serves both: a row is a
+// (node, task) pair — the task's current node in stage one, a target node for the picked task
+// in stage two — and the last row of stage one is STOP.
+var defragSpec = Spec{
+	Env: DefragName, Version: DefragSpec, Stages: 2,
+	Node: []string{
+		"cpu_free", "mem_free", "gpus", "gpu_idle", "gpu_full_free", "gpu_max_free", "frag",
+		"task_cpu", "task_num_gpu", "task_gpu_milli", "task_gpu_total", "frag_gain", "feasible", "stop",
+	},
+	Task:   []string{"cpu", "mem", "num_gpu", "gpu_milli", "sharing", "cpu_only", "constrained", "gpu_total"},
+	Global: []string{"gpu_alloc", "frag_ratio", "frag_capacity", "budget_left", "stage", "pending_placeable"},
+}
+
+// DefragOptions are the migration budget and reward weights: a migration's reward is
+// Fragment x fragment removed + Pending x pending GPU work that became placeable - Cost x
+// (GPUs moved + CPU moved in largest-node units), all in GPUs.
+type DefragOptions struct {
+	Budget         int     `json:"budget"`
+	RewardFragment float64 `json:"reward_fragment"`
+	RewardPending  float64 `json:"reward_pending"`
+	MigrationCost  float64 `json:"migration_cost"`
+}
+
+// Placeable places the pending tasks in queue order with placer on c (each that fits stays
+// placed for the next) and reports how many fit and their GPU milli; c is left unchanged.
+func Placeable(c *sim.Cluster, pending []sim.Task, placer sim.Placer) (n int, milli int64) {
+	s := c.Snapshot()
+	rng := sim.RNG(0, sim.StreamPolicy) // the same draws for every state, so states compare
+	for _, t := range pending {
+		if ch, ok := placer.Place(c, t, rng); ok && c.Place(t, ch) == nil {
+			n++
+			milli += t.TotalGPUMilli()
+		}
+	}
+	if err := c.Restore(s); err != nil {
+		panic(err) // s was taken just above and nothing else snapshots c meanwhile
+	}
+	c.Discard(s)
+	return n, milli
+}
+
+// Defrag is the migration environment: stage one picks a running task (masked to those with a
+// feasible target on another node) or STOP, stage two a target node (masked to feasible ones);
+// the environment then picks the GPUs that raise the target's fragment least, unless the
+// action names them. The episode ends at STOP, when the budget is spent or nothing can move.
+type Defrag struct {
+	c       *sim.Cluster
+	pending []sim.Task
+	placer  sim.Placer
+	opts    DefragOptions
+	norm    norms
+	cache   *ScoreCache
+	class   []int32
+
+	stage, used int
+	done        bool
+	placeable   int64 // pending GPU milli placeable now
+	pendingGPU  int64 // total pending GPU milli
+
+	tasks   []sim.Placement // stage-one candidates, by name
+	movable []bool
+	gain    []float64 // fragment (milli) the task's node loses without it
+	nMov    int
+
+	picked   sim.Placement
+	feasible []bool
+	target   []scored // per node: best GPU choice for the picked task and its fragment change
+	nodeBuf  []int
+}
+
+// NewDefrag wraps a cluster with its pending queue; the environment mutates the cluster.
+// placer decides where pending tasks would go when measuring what has become placeable.
+func NewDefrag(c *sim.Cluster, pending []sim.Task, placer sim.Placer, opts DefragOptions) *Defrag {
+	d := &Defrag{c: c, pending: pending, placer: placer, opts: opts, cache: NewScoreCache()}
+	for i := range c.NumNodes() {
+		n := c.Node(i)
+		d.norm.cpu = math.Max(d.norm.cpu, float64(n.CPU))
+		d.norm.mem = math.Max(d.norm.mem, float64(n.Mem))
+		d.class = append(d.class, d.cache.class(n))
+	}
+	d.norm.cpu, d.norm.mem = math.Max(d.norm.cpu, 1), math.Max(d.norm.mem, 1)
+	d.feasible = make([]bool, c.NumNodes())
+	d.target = make([]scored, c.NumNodes())
+	for _, t := range pending {
+		d.pendingGPU += t.TotalGPUMilli()
+	}
+	_, d.placeable = Placeable(c, pending, placer)
+	d.refresh()
+	return d
+}
+
+// Spec is the defrag observation layout.
+func (d *Defrag) Spec() Spec { return defragSpec }
+
+// Cluster is the cluster the environment acts on.
+func (d *Defrag) Cluster() *sim.Cluster { return d.c }
+
+// Done reports whether the episode has ended.
+func (d *Defrag) Done() bool { return d.done }
+
+// Stage is the pending decision's stage: 0 pick a task (or STOP), 1 pick its target.
+func (d *Defrag) Stage() int { return d.stage }
+
+// Used is the number of migrations made.
+func (d *Defrag) Used() int { return d.used }
+
+// Tasks lists stage one's candidates in order (STOP is candidate len(Tasks())).
+func (d *Defrag) Tasks() []sim.Placement { return d.tasks }
+
+// PlaceableMilli is the pending GPU work (milli) that placer could place now.
+func (d *Defrag) PlaceableMilli() int64 { return d.placeable }
+
+// movableShape identifies tasks whose feasible target nodes are the same.
+type movableShape struct {
+	cpu, mem, milli int64
+	numGPU          int
+	spec            string
+}
+
+// refresh rebuilds stage one's candidates and ends the episode when nothing can move or the
+// budget is spent. A task is movable when it fits some node other than its own; tasks of one
+// shape share the feasibility scan.
+func (d *Defrag) refresh() {
+	d.stage = 0
+	d.tasks = d.c.Placements()
+	slices.SortFunc(d.tasks, func(a, b sim.Placement) int { return cmp.Compare(a.Task.Name, b.Task.Name) })
+	d.movable = grow(d.movable, len(d.tasks))
+	d.gain = grow(d.gain, len(d.tasks))
+	type fit struct{ n, first int }
+	fits := map[movableShape]fit{}
+	d.nMov = 0
+	for k, p := range d.tasks {
+		t := p.Task
+		key := movableShape{t.CPU, t.Mem, t.GPUMilli, t.NumGPU, t.Spec()}
+		f, ok := fits[key]
+		if !ok {
+			d.nodeBuf = d.c.FeasibleNodes(t, d.nodeBuf[:0])
+			f = fit{n: len(d.nodeBuf), first: -1}
+			if f.n > 0 {
+				f.first = d.nodeBuf[0]
+			}
+			fits[key] = f
+		}
+		d.movable[k] = f.n > 1 || (f.n == 1 && f.first != p.Choice.Node)
+		without, _ := d.c.FragWithout(t.Name)
+		d.gain[k] = d.c.NodeFrag(p.Choice.Node) - without
+		if d.movable[k] {
+			d.nMov++
+		}
+	}
+	d.done = d.nMov == 0 || d.used >= d.opts.Budget
+}
+
+// Mask reports whether stage candidate i is allowed.
+func (d *Defrag) Mask(i int) bool {
+	if d.stage == 0 {
+		return i == len(d.tasks) || (i >= 0 && i < len(d.tasks) && d.movable[i])
+	}
+	return i >= 0 && i < len(d.feasible) && d.feasible[i]
+}
+
+// Observe encodes the pending decision.
+func (d *Defrag) Observe(obs *Observation) {
+	nf := len(defragSpec.Node)
+	obs.Stage = d.stage
+	var t sim.Task
+	if d.stage == 0 {
+		obs.NumNodes = len(d.tasks) + 1
+		obs.Nodes = grow(obs.Nodes, obs.NumNodes*nf)
+		obs.Mask = grow(obs.Mask, obs.NumNodes)
+		for k, p := range d.tasks {
+			d.row(obs.Nodes[k*nf:(k+1)*nf], p.Choice.Node, p.Task, d.gain[k], d.movable[k])
+			obs.Mask[k] = d.movable[k]
+		}
+		stop := obs.Nodes[len(d.tasks)*nf : obs.NumNodes*nf]
+		clear(stop)
+		stop[nf-1] = 1
+		obs.Mask[len(d.tasks)] = true
+	} else {
+		t = d.picked.Task
+		n := d.c.NumNodes()
+		obs.NumNodes = n
+		obs.Nodes = grow(obs.Nodes, n*nf)
+		obs.Mask = grow(obs.Mask, n)
+		for i := range n {
+			gain := 0.0
+			if d.feasible[i] {
+				gain = -d.target[i].delta
+			}
+			d.row(obs.Nodes[i*nf:(i+1)*nf], i, t, gain, d.feasible[i])
+		}
+		copy(obs.Mask, d.feasible)
+	}
+	obs.Task = grow(obs.Task, len(defragSpec.Task))
+	clear(obs.Task)
+	if d.stage == 1 {
+		obs.Task[0] = float32(float64(t.CPU) / d.norm.cpu)
+		obs.Task[1] = float32(float64(t.Mem) / d.norm.mem)
+		obs.Task[2] = float32(t.NumGPU) / sim.MaxGPUsPerNode
+		obs.Task[3] = float32(t.GPUMilli) / sim.MilliPerGPU
+		obs.Task[4] = b2f(t.Sharing())
+		obs.Task[5] = b2f(t.NumGPU == 0)
+		obs.Task[6] = b2f(len(t.GPUTypes) > 0)
+		obs.Task[7] = float32(float64(t.TotalGPUMilli()) / maxMilli)
+	}
+	_, _, capGPU := d.c.Capacity()
+	_, _, usedGPU := d.c.Used()
+	frag := d.c.ClusterFrag()
+	obs.Global = grow(obs.Global, len(defragSpec.Global))
+	obs.Global[0] = ratio(usedGPU, capGPU)
+	obs.Global[1] = 0
+	if idle := capGPU - usedGPU; idle > 0 {
+		obs.Global[1] = float32(frag / float64(idle))
+	}
+	obs.Global[2] = float32(frag / math.Max(1, float64(capGPU)))
+	obs.Global[3] = float32(d.opts.Budget-d.used) / float32(max(1, d.opts.Budget))
+	obs.Global[4] = float32(d.stage)
+	obs.Global[5] = ratio(d.placeable, d.pendingGPU)
+}
+
+// row writes one (node, task) candidate row.
+func (d *Defrag) row(row []float32, i int, t sim.Task, gain float64, feasible bool) {
+	free := d.c.Free(i)
+	var maxFree int64
+	for g := range free.GPUs {
+		maxFree = max(maxFree, free.GPU[g])
+	}
+	row[0] = float32(float64(free.CPU) / d.norm.cpu)
+	row[1] = float32(float64(free.Mem) / d.norm.mem)
+	row[2] = float32(free.GPUs) / sim.MaxGPUsPerNode
+	row[3] = float32(float64(free.TotalGPU()) / maxMilli)
+	row[4] = float32(free.FullGPUs()) / sim.MaxGPUsPerNode
+	row[5] = float32(maxFree) / sim.MilliPerGPU
+	row[6] = float32(d.c.NodeFrag(i) / maxMilli)
+	row[7] = float32(float64(t.CPU) / d.norm.cpu)
+	row[8] = float32(t.NumGPU) / sim.MaxGPUsPerNode
+	row[9] = float32(t.GPUMilli) / sim.MilliPerGPU
+	row[10] = float32(float64(t.TotalGPUMilli()) / maxMilli)
+	row[11] = float32(gain / sim.MilliPerGPU)
+	row[12] = b2f(feasible)
+	row[13] = 0
+}
+
+// Target is where stage two's action a would move the picked task, checked for feasibility.
+func (d *Defrag) Target(a Action) (sim.Choice, error) {
+	if d.done || d.stage != 1 {
+		return sim.Choice{}, fmt.Errorf("no migration target is being decided")
+	}
+	i, t := a.Candidate, d.picked.Task
+	if !d.Mask(i) {
+		return sim.Choice{}, fmt.Errorf("task %q: node candidate %d is not a feasible target", t.Name, i)
+	}
+	ch := sim.Choice{Node: i, GPUs: a.GPUs}
+	if a.GPUs == 0 && t.NumGPU > 0 {
+		ch.GPUs = d.target[i].gpus
+	}
+	if err := d.c.Fits(t, ch); err != nil {
+		return sim.Choice{}, fmt.Errorf("task %q: %w", t.Name, err)
+	}
+	return ch, nil
+}
+
+// Step applies the action: in stage one it picks task a.Candidate (or STOP), in stage two it
+// migrates the picked task to node a.Candidate.
+func (d *Defrag) Step(a Action) (Result, error) {
+	if d.done {
+		return Result{}, fmt.Errorf("the episode has ended")
+	}
+	if d.stage == 0 {
+		if !d.Mask(a.Candidate) {
+			return Result{}, fmt.Errorf("task candidate %d is not movable (0..%d, STOP = %d)", a.Candidate, len(d.tasks)-1, len(d.tasks))
+		}
+		if a.Candidate == len(d.tasks) {
+			d.done = true
+			return Result{Done: true}, nil
+		}
+		d.pick(d.tasks[a.Candidate])
+		return Result{}, nil
+	}
+	ch, err := d.Target(a)
+	if err != nil {
+		return Result{}, err
+	}
+	before := d.c.ClusterFrag()
+	if err := d.c.Migrate(d.picked.Task.Name, ch); err != nil {
+		return Result{}, err
+	}
+	d.used++
+	delta := d.c.ClusterFrag() - before
+	_, placeable := Placeable(d.c, d.pending, d.placer)
+	gained := placeable - d.placeable
+	d.placeable = placeable
+	d.refresh()
+	return Result{Reward: d.Reward(d.picked.Task, delta, gained), Done: d.done, Choice: ch, FragDelta: delta}, nil
+}
+
+// pick moves to stage two with p as the task to migrate.
+func (d *Defrag) pick(p sim.Placement) {
+	d.picked, d.stage = p, 1
+	clear(d.feasible)
+	d.nodeBuf = d.c.FeasibleNodes(p.Task, d.nodeBuf[:0])
+	shape := d.cache.shape(p.Task)
+	for _, i := range d.nodeBuf {
+		if i == p.Choice.Node {
+			continue
+		}
+		s, ok := d.cache.score(d.c, d.class, shape, p.Task, i)
+		d.feasible[i], d.target[i] = ok, s
+	}
+}
+
+// Reward is the reward of migrating t when that changed the cluster's fragment by fragDelta
+// milli and made gained milli of pending GPU work placeable.
+func (d *Defrag) Reward(t sim.Task, fragDelta float64, gained int64) float64 {
+	moved := float64(t.TotalGPUMilli())/sim.MilliPerGPU + float64(t.CPU)/d.norm.cpu
+	return (-d.opts.RewardFragment*fragDelta+d.opts.RewardPending*float64(gained))/sim.MilliPerGPU - d.opts.MigrationCost*moved
+}
+
+// SampleMasked draws a candidate of obs uniformly among the allowed ones; ok is false when
+// none is allowed.
+func SampleMasked(obs *Observation, rng *rand.Rand) (int, bool) {
+	n := 0
+	for i := range obs.NumNodes {
+		if obs.Mask[i] {
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false
+	}
+	k := rng.IntN(n)
+	for i := range obs.NumNodes {
+		if obs.Mask[i] {
+			if k == 0 {
+				return i, true
+			}
+			k--
+		}
+	}
+	return 0, false
+}
