@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Throughput of PPO fine-tuning on the full 1213-node openb cluster: rollouts (8 env copies,
+# batched forward) and updates together, held-out evaluation excluded, in environment
+# steps per second. THREADS sets libtorch's intra-op threads (default 1: on two shared cores
+# OpenMP's spinning threads cost more than they give); UPDATES the number of PPO updates.
+#   bash scripts/bench.d/finetune.sh
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+make --no-print-directory torch >&2
+echo "finetune: PPO on the 1213-node cluster, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
+FINETUNE_BENCH_THREADS="${THREADS:-1}" GOWORK="$PWD/.deps/go.work" CGO_ENABLED=1 \
+	go test ./finetune/ -run '^$' -bench '^BenchmarkPPOFullCluster$' -benchtime "${UPDATES:-3}x" 2>/dev/null |
+	grep -E '^Benchmark|env-steps'
