@@ -1,0 +1,47 @@
+package defrag
+
+import (
+	"os"
+	"testing"
+
+	"github.com/schedrl/schedrl/env"
+)
+
+const (
+	openbNodes = "../../shared/traces/openb/openb_node_list_gpu_node.csv"
+	openbPods  = "../../shared/traces/openb/openb_pod_list_default.csv"
+)
+
+// openbProblem is the held-out openb state of a seed (1213 nodes), or skips without traces.
+func openbProblem(tb testing.TB, seed uint64, budget int) Problem {
+	tb.Helper()
+	if _, err := os.Stat(openbPods); err != nil {
+		tb.Skip("openb traces not present")
+	}
+	snap, err := MakeState(StateSpec{Nodes: openbNodes, Pods: openbPods, Policy: "fgd", Seed: seed, Tune: 1.3,
+		Coverage: 0.95, Departures: 0.1, MaxPending: 200})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pr, err := NewProblem(snap, "fgd", env.DefragOptions{Budget: budget, RewardFragment: 1, RewardPending: 1, MigrationCost: 0.1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pr
+}
+
+// BenchmarkPlanGreedy1213 is the plan latency target: 1213 nodes, budget 50, K = 1, CPU,
+// replay and per-step predictions included.
+func BenchmarkPlanGreedy1213(b *testing.B) {
+	pr := openbProblem(b, 49, 50)
+	planner, err := NewPlanner("greedy")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for range b.N {
+		if _, err := Best(pr, planner, 1, 49); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package defrag
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// randomProblem is a small fragmented cluster: random nodes, random tasks placed with a random
+// placement policy until they stop fitting; the failed ones are the pending queue.
+func randomProblem(t *testing.T, seed uint64) Problem {
+	t.Helper()
+	rng := sim.RNG(seed, 99)
+	types := []string{"A", "B", "C"}
+	var nodes []sim.Node
+	for i := range 6 + rng.IntN(20) {
+		n := sim.Node{Name: fmt.Sprintf("n%02d", i), CPU: int64(16+rng.IntN(80)) * 1000, Mem: int64(64+rng.IntN(256)) * 1024}
+		if rng.IntN(8) > 0 {
+			n.GPUs = []int{1, 2, 4, 8}[rng.IntN(4)]
+			n.GPUType = types[rng.IntN(len(types))]
+		}
+		nodes = append(nodes, n)
+	}
+	var tasks []sim.Task
+	for k := range 40 + rng.IntN(200) {
+		tk := sim.Task{Name: fmt.Sprintf("t%03d", k), CPU: int64(1+rng.IntN(16)) * 1000, Mem: int64(1+rng.IntN(32)) * 1024, Deletion: -1}
+		switch r := rng.IntN(10); {
+		case r < 5:
+			tk.NumGPU, tk.GPUMilli = 1, int64([]int{100, 250, 500, 700}[rng.IntN(4)])
+		case r < 8:
+			tk.NumGPU, tk.GPUMilli = []int{1, 2, 4, 8}[rng.IntN(4)], 1000
+		}
+		if tk.NumGPU > 0 && rng.IntN(5) == 0 {
+			tk.GPUTypes = []string{types[rng.IntN(len(types))]}
+		}
+		tasks = append(tasks, tk)
+	}
+	model, err := sim.TypicalShapes(tasks, 0.95)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := sim.NewCluster(nodes, model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placer, err := policy.NewPlacer(policy.Placers()[rng.IntN(len(policy.Placers()))])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pending []sim.Task
+	for _, tk := range tasks {
+		if ch, ok := placer.Place(c, tk, rng); ok {
+			if err := c.Place(tk, ch); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			pending = append(pending, tk)
+		}
+	}
+	// Random departures make the free capacity splinter.
+	for _, p := range c.Placements() {
+		if rng.IntN(4) == 0 {
+			if _, err := c.Remove(p.Task.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	fgd, _ := policy.NewPlacer("fgd")
+	return Problem{Cluster: c, Pending: pending, Placer: fgd,
+		Options: env.DefragOptions{Budget: 1 + rng.IntN(15), RewardFragment: 1, RewardPending: 1, MigrationCost: 0.1}}
+}
+
+// checkStepwise applies a plan's migrations one at a time to a fresh copy of the start,
+// checking each against the simulator before it is made and the prediction after it.
+func checkStepwise(t *testing.T, pr Problem, p Plan) {
+	t.Helper()
+	c := pr.Cluster.Clone()
+	if len(p.Steps) > pr.Options.Budget {
+		t.Fatalf("%s: %d migrations over budget %d", p.Method, len(p.Steps), pr.Options.Budget)
+	}
+	for k, s := range p.Steps {
+		cur, ok := c.Placement(s.Task)
+		if !ok {
+			t.Fatalf("%s step %d: task %q not running", p.Method, k+1, s.Task)
+		}
+		if c.Node(cur.Choice.Node).Name != s.FromNode || cur.Choice.GPUs != sim.NewGPUSet(s.FromGPUs...) {
+			t.Fatalf("%s step %d: task %q is at %s %v, plan says %s %v", p.Method, k+1, s.Task, c.Node(cur.Choice.Node).Name, cur.Choice.GPUs, s.FromNode, s.FromGPUs)
+		}
+		i, _ := c.NodeIndex(s.ToNode)
+		to := sim.Choice{Node: i, GPUs: sim.NewGPUSet(s.ToGPUs...)}
+		if _, err := c.Remove(s.Task); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Fits(cur.Task, to); err != nil {
+			t.Fatalf("%s step %d: infeasible: %v", p.Method, k+1, err)
+		}
+		if err := c.Place(cur.Task, to); err != nil {
+			t.Fatal(err)
+		}
+		m := c.Metrics()
+		n, milli := env.Placeable(c, pr.Pending, pr.Placer)
+		if diff := m.FragGPU - s.After.FragGPU; diff > 1e-6 || diff < -1e-6 || n != s.After.PendingPlaced || float64(milli)/1000 != s.After.PendingGPUs {
+			t.Fatalf("%s step %d: predicted frag %.3f placeable %d, simulator says %.3f %d", p.Method, k+1, s.After.FragGPU, s.After.PendingPlaced, m.FragGPU, n)
+		}
+	}
+}
+
+// TestPlansReplayFeasible: over many random states, every method's plan (K samples kept best)
+// is feasible step by step and its predictions are what the simulator measures.
+func TestPlansReplayFeasible(t *testing.T) {
+	nStates := 60
+	if testing.Short() {
+		nStates = 15
+	}
+	for seed := range uint64(nStates) {
+		pr := randomProblem(t, seed)
+		for _, m := range Methods() {
+			planner, err := NewPlanner(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Best(pr, planner, 1+int(seed%3), seed)
+			if err != nil {
+				t.Fatalf("state %d %s: %v", seed, m, err)
+			}
+			checkStepwise(t, pr, p)
+		}
+	}
+}
+
+func TestReplayRejectsInvalidPlans(t *testing.T) {
+	pr := randomProblem(t, 3)
+	pr.Options.Budget = 50
+	good, err := Best(pr, RandomAgent(), 1, 1)
+	if err != nil || len(good.Steps) == 0 {
+		t.Fatalf("need a non-empty plan: %v (%d steps)", err, len(good.Steps))
+	}
+	first := good.Steps[0].Migration
+	cases := []struct {
+		name string
+		edit func(m *Migration)
+		want string
+	}{
+		{"unknown task", func(m *Migration) { m.Task = "nope" }, "not running"},
+		{"wrong source", func(m *Migration) { m.FromNode = "elsewhere" }, "plan says"},
+		{"missing target", func(m *Migration) { m.ToNode = "ghost" }, "does not exist"},
+		{"target is the source", func(m *Migration) { m.ToNode, m.ToGPUs = m.FromNode, m.FromGPUs }, "equals"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := first
+			tc.edit(&m)
+			_, err := Replay(pr, "edited", []Migration{m})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "step 1") {
+				t.Fatalf("got %v, want an error naming step 1 with %q", err, tc.want)
+			}
+		})
+	}
+	pr.Options.Budget = 0
+	if _, err := Replay(pr, "over", []Migration{first}); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Fatalf("over budget: got %v", err)
+	}
+}
+
+func TestHeuristicOrderDropsInfeasibleMoves(t *testing.T) {
+	// Two whole-GPU tasks that swap nodes cannot be done one migration at a time: both stay.
+	nodes := []sim.Node{{Name: "a", CPU: 8000, Mem: 8192, GPUs: 1, GPUType: "A"}, {Name: "b", CPU: 8000, Mem: 8192, GPUs: 1, GPUType: "A"}}
+	c, err := sim.NewCluster(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := sim.Task{Name: "x", CPU: 1000, Mem: 1024, NumGPU: 1, GPUMilli: 1000}
+	y := sim.Task{Name: "y", CPU: 1000, Mem: 1024, NumGPU: 1, GPUMilli: 1000}
+	a0, b0 := sim.Choice{Node: 0, GPUs: sim.NewGPUSet(0)}, sim.Choice{Node: 1, GPUs: sim.NewGPUSet(0)}
+	if c.Place(x, a0) != nil || c.Place(y, b0) != nil {
+		t.Fatal("setup")
+	}
+	got := order(c.Clone(), []policy.Move{{Task: "x", From: a0, To: b0}, {Task: "y", From: b0, To: a0}})
+	if len(got) != 0 {
+		t.Fatalf("swap ordered into %v, want nothing", got)
+	}
+	// With a free node the moves are reordered so each fits when made.
+	nodes = append(nodes, sim.Node{Name: "c", CPU: 8000, Mem: 8192, GPUs: 1, GPUType: "A"})
+	c, _ = sim.NewCluster(nodes, nil)
+	c0 := sim.Choice{Node: 2, GPUs: sim.NewGPUSet(0)}
+	if c.Place(x, a0) != nil || c.Place(y, b0) != nil {
+		t.Fatal("setup")
+	}
+	got = order(c.Clone(), []policy.Move{{Task: "x", From: a0, To: b0}, {Task: "y", From: b0, To: c0}})
+	if len(got) != 2 || got[0].Task != "y" || got[1].Task != "x" {
+		t.Fatalf("got %+v, want y then x", got)
+	}
+}
+
+func TestMakeStateDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two openb states")
+	}
+	a := openbProblem(t, 50, 10)
+	b := openbProblem(t, 50, 10)
+	sa := sim.NewSnapshotFile(a.Cluster, a.Pending, nil)
+	sb := sim.NewSnapshotFile(b.Cluster, b.Pending, nil)
+	if fmt.Sprint(sa) != fmt.Sprint(sb) {
+		t.Fatal("same seed gave different states")
+	}
+	if len(a.Pending) == 0 {
+		t.Fatal("no pending tasks")
+	}
+	for _, tk := range a.Pending {
+		if n := a.Cluster.FeasibleNodes(tk, nil); len(n) > 0 {
+			t.Fatalf("pending task %q fits node %d", tk.Name, n[0])
+		}
+	}
+}
