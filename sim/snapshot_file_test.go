@@ -58,8 +58,13 @@ func TestSnapshotFileBadInput(t *testing.T) {
 		{"unknown GPU type", func(s *SnapshotFile) { s.Running[0].GPUSpec = "H100" }, `running[0] task "x": unknown GPU type "H100"`},
 		{"unknown GPU type pending", func(s *SnapshotFile) { s.Pending[0].GPUSpec = "A100" }, `pending[0] task "p": unknown GPU type "A100"`},
 		{"task on missing node", func(s *SnapshotFile) { s.Running[1].Node = "zz" }, `running[1] task "y": node "zz" does not exist`},
-		{"overcommitted node", func(s *SnapshotFile) { s.Running[1].Node, s.Running[1].GPUs, s.Running[1].CPU = "a", []int{0, 1}, 15000 }, `running[1]: place "y": node a: cpu`},
-		{"shared GPU over capacity", func(s *SnapshotFile) { s.Running[0].GPUMilli = 1000; s.Running[1].Node, s.Running[1].GPUs = "a", []int{0, 1} }, "running[1]"},
+		{"overcommitted node", func(s *SnapshotFile) {
+			s.Running[1].Node, s.Running[1].GPUs, s.Running[1].CPU = "a", []int{0, 1}, 15000
+		}, `running[1]: place "y": node a: cpu`},
+		{"shared GPU over capacity", func(s *SnapshotFile) {
+			s.Running[0].GPUMilli = 1000
+			s.Running[1].Node, s.Running[1].GPUs = "a", []int{0, 1}
+		}, "running[1]"},
 		{"missing GPU", func(s *SnapshotFile) { s.Running[0].GPUs = []int{5} }, `GPU 5 does not exist on node "a"`},
 		{"duplicate task", func(s *SnapshotFile) { s.Pending[0].Name = "x" }, `pending[0] task "x": duplicate name (also running[0])`},
 		{"bad request", func(s *SnapshotFile) { s.Pending[0].GPUMilli = 500 }, "whole-GPU task"},
