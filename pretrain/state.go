@@ -274,6 +274,9 @@ func (t *trainer) endEpoch() error {
 		ValAgreement: vm.agreement(), ValExact: vm.exact(), ValCE: vm.ce / float64(max(1, vm.n)),
 		ValValueLoss: vm.value / float64(max(1, vm.n)), ValSamples: vm.n, Seconds: t.seconds()}
 	t.st.History = append(t.st.History, m)
+	if t.bar != nil {
+		t.bar.Clear() // the epoch line goes where the bar was; the next step redraws it
+	}
 	t.log.Info("pretrain: epoch", "epoch", m.Epoch, "steps", m.Steps, "train_loss", fmt.Sprintf("%.4f", m.TrainLoss),
 		"val_agreement", fmt.Sprintf("%.4f", m.ValAgreement), "val_exact", fmt.Sprintf("%.4f", m.ValExact),
 		"val_ce", fmt.Sprintf("%.4f", m.ValCE), "val_value_loss", fmt.Sprintf("%.4f", m.ValValueLoss))
