@@ -189,10 +189,10 @@ func init() {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "seed\tmethod\tfrag_ratio_before\tfrag_ratio_after\tpending_gpus_before\tpending_gpus_after\tpending_gpus_placed\tmigrations\tmoved_gpus\treward\tseconds")
+			fmt.Fprintln(tw, "seed\tmethod\tfrag_ratio_before\tfrag_ratio_after\tpending_tasks_placed\tpending_gpus_placed\tmigrations\tmoved_gpus\treward\tseconds")
 			for _, r := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%.1f\t%.1f\t%.1f\t%d\t%.1f\t%.2f\t%.3f\n", r.Seed, r.Method, r.Before.FragRatioPct, r.After.FragRatioPct,
-					r.Before.PendingGPUs, r.After.PendingGPUs, r.After.PendingGPUs-r.Before.PendingGPUs, r.After.MigrationsUsed, r.After.MovedGPUs, r.After.Reward, r.Wall)
+				fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%d\t%.1f\t%d\t%.1f\t%.2f\t%.3f\n", r.Seed, r.Method, r.Before.FragRatioPct, r.After.FragRatioPct,
+					r.After.PendingPlaced-r.Before.PendingPlaced, r.After.PendingGPUs-r.Before.PendingGPUs, r.After.MigrationsUsed, r.After.MovedGPUs, r.After.Reward, r.Wall)
 			}
 			return tw.Flush()
 		},
