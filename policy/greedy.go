@@ -67,6 +67,11 @@ func (*greedy) Defrag(c *sim.Cluster, _ Placer, budget int, _ *rand.Rand, log *s
 			if !ok {
 				continue
 			}
+			// The source node's fragment cannot fall below 0, so a move whose bound is below
+			// the best so far needs no FragWithout (most of the scan's cost).
+			if gain+c.NodeFrag(p.Choice.Node) < bestGain {
+				continue
+			}
 			without, _ := c.FragWithout(t.Name)
 			total := gain + c.NodeFrag(p.Choice.Node) - without
 			if total > bestGain || (total == bestGain && bestMove.Task != "" && t.Name < bestMove.Task) {
