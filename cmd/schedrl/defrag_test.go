@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/defrag"
+)
+
+// defragCLI runs `schedrl defrag ARGS...` in process.
+func defragCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	rootCmd.SetOut(&out)
+	rootCmd.SetErr(&out)
+	rootCmd.SetArgs(append([]string{"defrag"}, args...))
+	err := rootCmd.Execute()
+	return out.String(), err
+}
+
+func TestDefragSnapshotAndPlan(t *testing.T) {
+	const traces = "../../../shared/traces/openb/"
+	if _, err := os.Stat(traces + "openb_pod_list_default.csv"); err != nil {
+		t.Skip("openb traces not present")
+	}
+	dir := t.TempDir()
+	snap, plan := filepath.Join(dir, "snap.json"), filepath.Join(dir, "plan.json")
+	out, err := defragCLI(t, "snapshot", "--nodes", traces+"openb_node_list_gpu_node.csv", "--pods", traces+"openb_pod_list_default.csv",
+		"--policy", "fgd", "--seed", "51", "--departures", "0.1", "--out", snap)
+	if err != nil || !strings.Contains(out, "1213 nodes") {
+		t.Fatalf("snapshot: %v\n%s", err, out)
+	}
+	out, err = defragCLI(t, "plan", "--snapshot", snap, "--policy", "frag-one-pod", "--budget", "20", "--samples", "2", "--out", plan)
+	if err != nil || !strings.Contains(out, "frag-one-pod") {
+		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p defrag.Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Schema != defrag.PlanSchema || p.Budget != 20 || p.Samples != 2 || len(p.Steps) == 0 || len(p.Steps) > 20 ||
+		p.After.FragGPU >= p.Before.FragGPU {
+		t.Fatalf("plan: %d steps, budget %d, samples %d, fragment %.1f -> %.1f", len(p.Steps), p.Budget, p.Samples, p.Before.FragGPU, p.After.FragGPU)
+	}
+
+	// Bad input: an error naming the entry, and no plan written.
+	var s map[string]any
+	raw, _ := os.ReadFile(snap)
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	s["running"].([]any)[2].(map[string]any)["node"] = "no-such-node"
+	bad := filepath.Join(dir, "bad.json")
+	raw, _ = json.Marshal(s)
+	if err := os.WriteFile(bad, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badPlan := filepath.Join(dir, "bad-plan.json")
+	_, err = defragCLI(t, "plan", "--snapshot", bad, "--policy", "greedy", "--budget", "5", "--samples", "1", "--out", badPlan)
+	if err == nil || !strings.Contains(err.Error(), `running[2]`) || !strings.Contains(err.Error(), `"no-such-node" does not exist`) {
+		t.Fatalf("bad snapshot: %v", err)
+	}
+	if _, err := os.Stat(badPlan); !os.IsNotExist(err) {
+		t.Fatalf("a plan was written for a bad snapshot: %v", err)
+	}
+	_, err = defragCLI(t, "plan", "--snapshot", snap, "--policy", "nope", "--budget", "5", "--samples", "1", "--out", badPlan)
+	if err == nil || !strings.Contains(err.Error(), "greedy") {
+		t.Fatalf("unknown method: %v", err)
+	}
+}
