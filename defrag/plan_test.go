@@ -2,6 +2,10 @@ package defrag
 
 import (
 	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -215,4 +219,62 @@ func TestMakeStateDeterministic(t *testing.T) {
 			t.Fatalf("pending task %q fits node %d", tk.Name, n[0])
 		}
 	}
+}
+
+// TestPlanLogReplays: a plan's decision log passes the simulator's log validator and ends in
+// the state the plan predicts.
+func TestPlanLogReplays(t *testing.T) {
+	for seed := range uint64(10) {
+		pr := randomProblem(t, seed)
+		p, err := Best(pr, Heuristic{D: mustDefragmenter(t, "greedy")}, 1, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(t.TempDir(), "plan.jsonl")
+		if err := WriteLog(path, pr, p, map[string]string{"protocol": "defrag-plan"}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lr, err := sim.NewLogReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sim.NewReplayer(lr.Header)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for {
+			ev, err := lr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Apply(ev); err != nil {
+				t.Fatalf("seed %d line %d: %v", seed, lr.Line(), err)
+			}
+		}
+		f.Close()
+		if got := r.C.Metrics().FragGPU; math.Abs(got-p.After.FragGPU) > 1e-9 || r.C.Running() != pr.Cluster.Running() {
+			t.Fatalf("seed %d: replayed fragment %v, plan says %v", seed, got, p.After.FragGPU)
+		}
+		for _, tk := range pr.Pending {
+			if _, ok := r.Pending(tk.Name); !ok {
+				t.Fatalf("seed %d: pending task %q not waiting after replay", seed, tk.Name)
+			}
+		}
+	}
+}
+
+func mustDefragmenter(t *testing.T, name string) policy.Defragmenter {
+	t.Helper()
+	d, err := policy.NewDefragmenter(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -112,7 +112,7 @@ func init() {
 	snapshot.Flags().StringVar(&snapOut, "out", "", "snapshot JSON to write")
 
 	var planFlags defragFlags
-	var snapPath, method, model, planOut string
+	var snapPath, method, model, planOut, planLog string
 	plan := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan migrations for a snapshot with a heuristic (--policy) and write them with predicted outcomes",
@@ -149,6 +149,12 @@ func init() {
 			if err != nil {
 				return err
 			}
+			if planLog != "" {
+				meta := map[string]string{"protocol": "defrag-plan", "policy": p.Method, "snapshot": snapPath}
+				if err := defrag.WriteLog(planLog, pr, p, meta); err != nil {
+					return err
+				}
+			}
 			if err := defrag.WritePlan(planOut, p); err != nil {
 				return err
 			}
@@ -163,6 +169,7 @@ func init() {
 	plan.Flags().StringVar(&method, "policy", "greedy", "planning method: "+strings.Join(defrag.Methods(), ", "))
 	plan.Flags().StringVar(&model, "model", "", "trained defrag checkpoint (not available yet)")
 	plan.Flags().StringVar(&planOut, "out", "", "plan JSON to write")
+	plan.Flags().StringVar(&planLog, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
 
 	var cmpFlags defragFlags
 	var seeds, methods string

@@ -34,9 +34,12 @@ func TestDefragSnapshotAndPlan(t *testing.T) {
 	if err != nil || !strings.Contains(out, "1213 nodes") {
 		t.Fatalf("snapshot: %v\n%s", err, out)
 	}
-	out, err = defragCLI(t, "plan", "--snapshot", snap, "--policy", "frag-one-pod", "--budget", "20", "--samples", "2", "--out", plan)
+	out, err = defragCLI(t, "plan", "--snapshot", snap, "--policy", "frag-one-pod", "--budget", "20", "--samples", "2", "--out", plan, "--log", filepath.Join(dir, "plan.jsonl"))
 	if err != nil || !strings.Contains(out, "frag-one-pod") {
 		t.Fatalf("plan: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "plan.jsonl")); err != nil {
+		t.Fatalf("no decision log: %v", err)
 	}
 	data, err := os.ReadFile(plan)
 	if err != nil {
