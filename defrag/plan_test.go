@@ -278,3 +278,15 @@ func mustDefragmenter(t *testing.T, name string) policy.Defragmenter {
 	}
 	return d
 }
+
+func TestBudgetFor(t *testing.T) {
+	for _, tc := range []struct {
+		budget  float64
+		running int
+		want    int
+	}{{50, 8000, 50}, {1, 10, 1}, {0.1, 8243, 825}, {0.1, 10, 1}, {0.5, 3, 2}} {
+		if got := BudgetFor(tc.budget, tc.running); got != tc.want {
+			t.Errorf("BudgetFor(%v, %d) = %d, want %d", tc.budget, tc.running, got, tc.want)
+		}
+	}
+}
