@@ -3,6 +3,7 @@ package defrag
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -118,7 +119,7 @@ func Replay(pr Problem, method string, ms []Migration) (Plan, error) {
 			return plan, fmt.Errorf("step %d: %w", k+1, err)
 		}
 		next := pr.measure(c)
-		gained := int64((next.PendingGPUs - cur.PendingGPUs) * sim.MilliPerGPU)
+		gained := int64(math.Round((next.PendingGPUs - cur.PendingGPUs) * sim.MilliPerGPU))
 		next.Reward = cur.Reward + probe.Reward(p.Task, (next.FragGPU-cur.FragGPU)*sim.MilliPerGPU, gained)
 		next.MovedGPUs = cur.MovedGPUs + float64(p.Task.TotalGPUMilli())/sim.MilliPerGPU
 		next.MigrationsUsed = k + 1
@@ -167,8 +168,9 @@ func migrationOf(c *sim.Cluster, p sim.Placement, to sim.Choice) Migration {
 // Heuristic plans with one of policy's defragmenters. Evict-then-replace experts move their
 // victims all at once; the plan orders those moves so each is feasible as a single migration
 // when it is made (a move whose target only frees up later waits; one that never becomes
-// feasible, or whose task could not be re-placed, is dropped). Sample s > 0 runs the expert
-// with a random tie-break order of nodes.
+// feasible, or whose task could not be re-placed, is dropped). A task re-placed on its own
+// node stays where it was: like greedy and the defrag environment, plans move tasks between
+// nodes only. Sample s > 0 runs the expert with a random tie-break order of nodes.
 type Heuristic struct{ D policy.Defragmenter }
 
 // Name is the defragmenter's name.
@@ -192,7 +194,7 @@ func (h Heuristic) Propose(pr Problem, sample int, rng *rand.Rand) ([]Migration,
 // order turns moves into migrations that are feasible one at a time on c (which it mutates),
 // keeping the moves' order where possible.
 func order(c *sim.Cluster, moves []policy.Move) []Migration {
-	left := slices.DeleteFunc(slices.Clone(moves), func(m policy.Move) bool { return m.To.Node < 0 || m.To == m.From })
+	left := slices.DeleteFunc(slices.Clone(moves), func(m policy.Move) bool { return m.To.Node < 0 || m.To.Node == m.From.Node })
 	var out []Migration
 	for progress := true; progress && len(left) > 0; {
 		progress = false

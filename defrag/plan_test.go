@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,7 +67,9 @@ func randomProblem(t *testing.T, seed uint64) Problem {
 		}
 	}
 	// Random departures make the free capacity splinter.
-	for _, p := range c.Placements() {
+	running := c.Placements()
+	slices.SortFunc(running, func(a, b sim.Placement) int { return strings.Compare(a.Task.Name, b.Task.Name) })
+	for _, p := range running {
 		if rng.IntN(4) == 0 {
 			if _, err := c.Remove(p.Task.Name); err != nil {
 				t.Fatal(err)
@@ -287,6 +290,39 @@ func TestBudgetFor(t *testing.T) {
 	}{{50, 8000, 50}, {1, 10, 1}, {0.1, 8243, 825}, {0.1, 10, 1}, {0.5, 3, 2}} {
 		if got := BudgetFor(tc.budget, tc.running); got != tc.want {
 			t.Errorf("BudgetFor(%v, %d) = %d, want %d", tc.budget, tc.running, got, tc.want)
+		}
+	}
+}
+
+// TestExpertPlansAreEnvDemonstrations: every heuristic's plan is a valid action sequence of the
+// defrag environment (masks allow each pick and target), and the environment's rewards add up
+// to the plan's.
+func TestExpertPlansAreEnvDemonstrations(t *testing.T) {
+	for seed := range uint64(20) {
+		pr := randomProblem(t, seed)
+		for _, m := range policy.Defragmenters() {
+			p, err := Best(pr, Heuristic{D: mustDefragmenter(t, m)}, 1, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reward float64
+			var labels int
+			acts, err := ExpertActions(pr, p, func(l Labelled) {
+				if !l.Obs.Mask[l.Action.Candidate] {
+					t.Fatalf("seed %d %s: action %d masked out", seed, m, l.Action.Candidate)
+				}
+				reward += l.Reward
+				labels++
+			})
+			if err != nil {
+				t.Fatalf("seed %d %s: %v", seed, m, err)
+			}
+			if want := 2 * len(p.Steps); len(acts) < want || len(acts) > want+1 || labels != len(acts) {
+				t.Fatalf("seed %d %s: %d actions for %d migrations", seed, m, len(acts), len(p.Steps))
+			}
+			if math.Abs(reward-p.After.Reward) > 1e-6 {
+				t.Fatalf("seed %d %s: env reward %v, plan reward %v", seed, m, reward, p.After.Reward)
+			}
 		}
 	}
 }
