@@ -37,16 +37,20 @@ func LoadPolicy(dir string, dev gotch.Device) (*Policy, error) {
 func (p *Policy) NewPlacer() sim.Placer { return &placer{p: p} }
 
 // placer encodes each decision with the placement environment (the encoding the network was
-// trained on), scores every node in one forward pass, and takes the best feasible node; GPUs
-// within the node are the environment's least-fragmenting choice, as in the training data.
+// trained on), scores every node in one forward pass over the distinct node rows, and takes the
+// best feasible node; GPUs within the node are the environment's least-fragmenting choice, as
+// in the training data.
 type placer struct {
 	p         *Policy
 	clusterID uint64
 	env       *env.Placement
 	arrived   int64 // GPU milli of the tasks offered so far on this cluster, failed ones included
 	obs       env.Observation
-	batch     *HostBatch
-	logits    []float32
+	rows      NodeRows
+	merged    env.Observation
+	scorer    *scorer   // CPU inference path; nil on other devices (Forward over merged rows)
+	logits    []float32 // per row
+	nodeLogit []float32 // per node
 }
 
 func (pl *placer) Name() string { return pl.p.name }
@@ -71,23 +75,33 @@ func (pl *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice,
 	return ch, true
 }
 
-// choose runs the network on the encoded decision and returns the best feasible node.
+// choose runs the network on the encoded decision and returns the best feasible node. The
+// row scores are mapped back to nodes before the argmax, so ties among identical nodes are
+// broken over nodes, drawing from rng exactly as a forward pass over every node would.
 func (pl *placer) choose(rng *rand.Rand) int {
 	p, obs := pl.p, &pl.obs
-	if pl.batch == nil || pl.batch.MaxNodes < obs.NumNodes {
-		pl.batch = NewHostBatch(p.Net.Arch, 1, obs.NumNodes)
+	nodeDim := p.Net.Arch.NodeDim
+	pl.rows.Merge(obs, nodeDim, &pl.merged)
+	if p.dev == gotch.CPU {
+		if pl.scorer == nil {
+			pl.scorer = &scorer{net: p.Net}
+		}
+		var err error
+		NoGrad(func() { pl.logits, err = pl.scorer.scores(&pl.merged, pl.rows.Count, pl.logits) })
+		if err != nil {
+			panic(err) // shapes were checked at load; only a broken libtorch gets here
+		}
+	} else {
+		NoGrad(func() {
+			in := pl.rows.Input(&pl.merged, nodeDim, p.dev)
+			out := p.Net.Forward(in)
+			in.Drop()
+			pl.logits = HostFloats(out.Logits, pl.logits)
+			out.Drop()
+		})
 	}
-	if err := pl.batch.Put(0, obs); err != nil {
-		panic(err) // the checkpoint's spec was checked against env's at load
-	}
-	NoGrad(func() {
-		in := pl.batch.Tensors(p.dev)
-		out := p.Net.Forward(in)
-		in.Drop()
-		pl.logits = HostFloats(out.Logits, pl.logits)
-		out.Drop()
-	})
-	return argmaxFeasible(pl.logits, obs.Mask, rng)
+	pl.nodeLogit = pl.rows.Expand(pl.logits, pl.nodeLogit)
+	return argmaxFeasible(pl.nodeLogit, obs.Mask, rng)
 }
 
 // argmaxFeasible returns the feasible index with the largest logit, uniformly among exact ties

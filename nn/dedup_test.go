@@ -1,0 +1,138 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/sugarme/gotch"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/sim"
+)
+
+func TestNodeRowsMerge(t *testing.T) {
+	a := testArch(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	obs := randomObs(a, 40, rng)
+	// nodes 10..19 copy node 0's features; 15..19 differ from it in feasibility only
+	for i := 10; i < 20; i++ {
+		copy(obs.Nodes[i*a.NodeDim:(i+1)*a.NodeDim], obs.Nodes[:a.NodeDim])
+		obs.Mask[i] = i < 15
+	}
+	obs.Mask[0] = true
+	var rows NodeRows
+	var merged env.Observation
+	for range 2 { // the second merge reuses the buffers and must give the same rows
+		rows.Merge(obs, a.NodeDim, &merged)
+		if merged.NumNodes != 40-10+1 || len(rows.Count) != merged.NumNodes || len(rows.Of) != 40 {
+			t.Fatalf("%d rows, %d counts, %d nodes mapped; want 31, 31, 40", merged.NumNodes, len(rows.Count), len(rows.Of))
+		}
+		if rows.Count[0] != 6 || rows.Count[rows.Of[15]] != 5 || rows.Of[15] == rows.Of[0] {
+			t.Fatalf("counts: node 0's row %v, node 15's row %v (row %d vs %d)", rows.Count[0], rows.Count[rows.Of[15]], rows.Of[15], rows.Of[0])
+		}
+		for i := range obs.NumNodes {
+			r := int(rows.Of[i])
+			for f := range a.NodeDim {
+				if merged.Nodes[r*a.NodeDim+f] != obs.Nodes[i*a.NodeDim+f] || merged.Mask[r] != obs.Mask[i] {
+					t.Fatalf("node %d: row %d is not its features and feasibility", i, r)
+				}
+			}
+		}
+	}
+	if allocs := testing.AllocsPerRun(10, func() { rows.Merge(obs, a.NodeDim, &merged) }); allocs != 0 {
+		t.Errorf("Merge allocates %v times after warm-up", allocs)
+	}
+}
+
+// checkedPlacer runs a checkpoint placer through an episode and, every 25th placed task,
+// compares its per-node scores with Forward over every node (and Forward over merged rows,
+// the path of non-CPU devices) on the same observation.
+type checkedPlacer struct {
+	*placer
+	t                   *testing.T
+	decisions, rowSum   int
+	checked, nearTies   int
+	fullNodes, maxError float64
+}
+
+func (c *checkedPlacer) Place(cl *sim.Cluster, task sim.Task, rng *rand.Rand) (sim.Choice, bool) {
+	ch, ok := c.placer.Place(cl, task, rng)
+	if !ok {
+		return ch, ok
+	}
+	c.decisions++
+	c.rowSum += c.merged.NumNodes
+	if c.decisions%25 != 1 {
+		return ch, ok
+	}
+	c.checked++
+	obs, net := &c.obs, c.p.Net
+	full, _ := forward(c.t, net, obs.NumNodes, obs)
+	var viaForward []float32
+	NoGrad(func() {
+		in := c.rows.Input(&c.merged, net.Arch.NodeDim, gotch.CPU)
+		out := net.Forward(in)
+		in.Drop()
+		viaForward = c.rows.Expand(HostFloats(out.Logits, nil), nil)
+		out.Drop()
+	})
+	for i, feasible := range obs.Mask {
+		if !feasible {
+			continue
+		}
+		tol := 1e-4 * math.Max(1, math.Abs(float64(full[0][i])))
+		for _, got := range []float32{c.nodeLogit[i], viaForward[i]} {
+			d := math.Abs(float64(got - full[0][i]))
+			c.maxError = math.Max(c.maxError, d)
+			if d > tol {
+				c.t.Fatalf("decision %d node %d: score %v merged, %v over all nodes", c.decisions, i, got, full[0][i])
+			}
+		}
+	}
+	want, got := argmaxFeasible(full[0], obs.Mask, nil), argmaxFeasible(c.nodeLogit, obs.Mask, nil)
+	if want != got {
+		if math.Abs(float64(full[0][want]-full[0][got])) > 1e-5 {
+			c.t.Fatalf("decision %d: merged picks node %d (%v), all nodes pick %d (%v)", c.decisions, got, full[0][got], want, full[0][want])
+		}
+		c.nearTies++
+	}
+	return ch, ok
+}
+
+// The placer's merged-row inference is the same policy as the network over every node, on
+// the states of a real episode (openb default trace, full 1213-node cluster).
+func TestPlacerMergedMatchesFullForward(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
+		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: 1.3, Seed: 50, Coverage: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, _ := env.SpecOf(env.PlacementName)
+	var nc config.NetworkConfig
+	nc.SetDefaults()
+	Seed(3)
+	net, err := NewNet(NewArch(spec, nc, 50), gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := &Policy{Net: net, name: "test", dev: gotch.CPU}
+	cp := &checkedPlacer{placer: pol.NewPlacer().(*placer), t: t}
+	if _, _, err := p.Run(cp, nil); err != nil {
+		t.Fatal(err)
+	}
+	if cp.checked < 100 {
+		t.Fatalf("only %d decisions checked", cp.checked)
+	}
+	perDecision := float64(cp.rowSum) / float64(cp.decisions)
+	if perDecision > 0.75*float64(len(p.Nodes)) { // random weights spread tasks; FGD-like policies leave ~137
+		t.Errorf("%.0f rows per decision for %d nodes: merging hardly merges", perDecision, len(p.Nodes))
+	}
+	t.Logf("%d decisions, %.1f rows each (of %d nodes); %d checked, largest score difference %.2g, %d near-ties picked differently",
+		cp.decisions, perDecision, len(p.Nodes), cp.checked, cp.maxError, cp.nearTies)
+}
