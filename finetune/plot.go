@@ -62,7 +62,7 @@ func PlotCurves(path, title string, curves []Curve, refs []Reference) error {
 	p.X.Label.Text = "environment steps"
 	p.Y.Label.Text = "held-out GPU allocation at 130% arrival (%)"
 	p.Legend.Top = false
-	p.Legend.Left = false
+	p.Legend.Left = true
 	var maxX float64
 	lo, hi := 100.0, 0.0
 	for _, c := range curves {
