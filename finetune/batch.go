@@ -2,7 +2,6 @@ package finetune
 
 import (
 	"math"
-	"unsafe"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/nn"
@@ -24,68 +23,27 @@ type sample struct {
 	done   bool // the step ended the episode
 }
 
-// store copies obs into s, one row per node, reusing s's buffers.
-func (s *sample) store(obs *env.Observation) {
-	o := &s.obs
-	o.Stage, o.NumNodes = obs.Stage, obs.NumNodes
-	o.Nodes = append(o.Nodes[:0], obs.Nodes...)
-	o.Mask = append(o.Mask[:0], obs.Mask...)
-	o.Task = append(o.Task[:0], obs.Task...)
-	o.Global = append(o.Global[:0], obs.Global...)
-	s.count = s.count[:0]
-	for range obs.NumNodes {
-		s.count = append(s.count, 1)
-	}
-}
-
-// compactor merges identical node rows. A cluster holds hundreds of nodes in the same state
-// (idle nodes of one model, above all), and the entity network scores identical rows
-// identically, so sending each distinct row once with its multiplicity gives the same policy
-// over nodes at a fraction of the cost: on the 1213-node openb cluster an FGD-like episode
-// has 137 distinct rows per decision on average.
+// compactor merges identical node rows (nn.NodeRows, the placer's merging) and keeps each
+// row's nodes for mapping row logits back to nodes.
 type compactor struct {
-	index   map[string]int
+	rows    nn.NodeRows
 	members [][]int // node indices of each row
 }
 
 // compact stores obs into s with one row per distinct (features, mask) pair.
 func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
-	if c.index == nil {
-		c.index = map[string]int{}
+	c.rows.Merge(obs, nodeDim, &s.obs)
+	s.count = append(s.count[:0], c.rows.Count...)
+	for len(c.members) < len(s.count) {
+		c.members = append(c.members, nil)
 	}
-	clear(c.index)
-	c.members = c.members[:0]
-	o := &s.obs
-	o.Stage = obs.Stage
-	o.Nodes, o.Mask, s.count = o.Nodes[:0], o.Mask[:0], s.count[:0]
-	key := make([]byte, nodeDim*4+1)
-	for i := range obs.NumNodes {
-		row := obs.Nodes[i*nodeDim : (i+1)*nodeDim]
-		copy(key, unsafe.Slice((*byte)(unsafe.Pointer(&row[0])), nodeDim*4))
-		key[nodeDim*4] = 0
-		if obs.Mask[i] {
-			key[nodeDim*4] = 1
-		}
-		r, ok := c.index[string(key)]
-		if !ok {
-			r = len(s.count)
-			c.index[string(key)] = r
-			o.Nodes = append(o.Nodes, row...)
-			o.Mask = append(o.Mask, obs.Mask[i])
-			s.count = append(s.count, 0)
-			if r < cap(c.members) { // reuse the row's member list from an earlier call
-				c.members = c.members[:r+1]
-				c.members[r] = c.members[r][:0]
-			} else {
-				c.members = append(c.members, nil)
-			}
-		}
-		s.count[r]++
+	c.members = c.members[:len(s.count)]
+	for r := range c.members {
+		c.members[r] = c.members[r][:0]
+	}
+	for i, r := range c.rows.Of {
 		c.members[r] = append(c.members[r], i)
 	}
-	o.NumNodes = len(s.count)
-	o.Task = append(o.Task[:0], obs.Task...)
-	o.Global = append(o.Global[:0], obs.Global...)
 }
 
 // batch is samples padded to their widest row count, on the network's device. Padding rows

@@ -192,3 +192,17 @@ func TestCompactMatchesFullForward(t *testing.T) {
 		}
 	}
 }
+
+// store copies obs into s uncompacted, one row per node: the reference for compact.
+func (s *sample) store(obs *env.Observation) {
+	o := &s.obs
+	o.Stage, o.NumNodes = obs.Stage, obs.NumNodes
+	o.Nodes = append(o.Nodes[:0], obs.Nodes...)
+	o.Mask = append(o.Mask[:0], obs.Mask...)
+	o.Task = append(o.Task[:0], obs.Task...)
+	o.Global = append(o.Global[:0], obs.Global...)
+	s.count = s.count[:0]
+	for range obs.NumNodes {
+		s.count = append(s.count, 1)
+	}
+}

@@ -27,7 +27,6 @@ type slot struct {
 type episodeEnd struct {
 	Return   float64
 	AllocPct float64
-	Steps    int
 }
 
 // pool steps environment copies on a fixed number of goroutines.
@@ -186,7 +185,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 		slices.Sort(done)
 		for _, e := range done {
 			s := p.slots[e]
-			r.ended = append(r.ended, episodeEnd{Return: s.ret, AllocPct: s.ep.Cluster().Metrics().GPUAllocPct, Steps: len(s.actions)})
+			r.ended = append(r.ended, episodeEnd{Return: s.ret, AllocPct: s.ep.Cluster().Metrics().GPUAllocPct})
 		}
 		if err := p.startFresh(done, rng); err != nil {
 			return err
