@@ -83,7 +83,7 @@ type FinetuneConfig struct {
 // docs/finetune.md).
 func (c *FinetuneConfig) SetDefaults() {
 	*c = FinetuneConfig{
-		From:         "runs/pretrain/final",
+		From:         "runs/pretrain",
 		Out:          "runs/finetune",
 		Nodes:        "../shared/traces/openb/openb_node_list_gpu_node.csv",
 		Traces:       []string{"default"},
