@@ -74,7 +74,7 @@ func (s *scorer) scores(merged *env.Observation, count []float32, dst []float32)
 		return dst, fmt.Errorf("placer forward: %v", err)
 	}
 	if cap(dst) < int(rows) {
-		dst = make([]float32, rows)
+		dst = make([]float32, rows, max(rows, 2*int64(cap(dst))))
 	}
 	dst = dst[:rows]
 	if rows > 0 {

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -23,6 +24,8 @@ import (
 type timedPlacer struct {
 	sim.Placer
 	took, cpu []time.Duration
+	rows      int // merged node rows scored, over the placed tasks
+	placed    int
 }
 
 func threadCPU() time.Duration {
@@ -35,6 +38,9 @@ func (p *timedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Cho
 	start, cpu := time.Now(), threadCPU()
 	ch, ok := p.Placer.Place(c, t, rng)
 	p.took, p.cpu = append(p.took, time.Since(start)), append(p.cpu, threadCPU()-cpu)
+	if pl, isCkpt := p.Placer.(*placer); isCkpt && ok {
+		p.rows, p.placed = p.rows+pl.merged.NumNodes, p.placed+1
+	}
 	return ch, ok
 }
 
@@ -42,6 +48,8 @@ func (p *timedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Cho
 // cost does not depend on them) through one arrival episode of the default openb trace at
 // tune 1.3 on the full 1213-node cluster, and reports the decision latency percentiles: the
 // environment's encoding plus one forward pass on CPU, per task. Run with -benchtime=1x.
+// SCHEDRL_BENCH_CKPT=DIR runs a trained checkpoint instead: its choices decide how many node
+// rows stay distinct, so how many the network scores.
 func BenchmarkPlacerDecision(b *testing.B) {
 	_, file, _, _ := runtime.Caller(0)
 	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
@@ -53,17 +61,26 @@ func BenchmarkPlacerDecision(b *testing.B) {
 	if _, err := Device(config.DeviceConfig{Name: "cpu", Threads: 1}); err != nil {
 		b.Fatal(err)
 	}
-	net := benchNet(b)
-	pol := &Policy{Net: net, name: "bench", dev: net.VS.Device()}
+	var pol *Policy
+	if dir := os.Getenv("SCHEDRL_BENCH_CKPT"); dir != "" {
+		if pol, err = LoadPolicy(dir, gotch.CPU); err != nil {
+			b.Fatal(err)
+		}
+	} else {
+		net := benchNet(b)
+		pol = &Policy{Net: net, name: "bench", dev: net.VS.Device()}
+	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var all, cpu []time.Duration
+	var rows, placed int
 	for range b.N {
 		tp := &timedPlacer{Placer: pol.NewPlacer()}
 		if _, _, err := p.Run(tp, nil); err != nil {
 			b.Fatal(err)
 		}
 		all, cpu = append(all, tp.took...), append(cpu, tp.cpu...)
+		rows, placed = rows+tp.rows, placed+tp.placed
 	}
 	slices.Sort(all)
 	slices.Sort(cpu)
@@ -76,6 +93,7 @@ func BenchmarkPlacerDecision(b *testing.B) {
 	b.ReportMetric(q(cpu, 0.5), "cpu-p50-ms")
 	b.ReportMetric(q(cpu, 0.99), "cpu-p99-ms")
 	b.ReportMetric(float64(len(all))/float64(b.N), "decisions/op")
+	b.ReportMetric(float64(rows)/float64(max(placed, 1)), "rows/decision")
 }
 
 func benchNet(b *testing.B) *Net {
