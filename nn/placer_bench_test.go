@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -49,12 +50,13 @@ func (p *timedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Cho
 // tune 1.3 on the full 1213-node cluster, and reports the decision latency percentiles: the
 // environment's encoding plus one forward pass on CPU, per task. Run with -benchtime=1x.
 // SCHEDRL_BENCH_CKPT=DIR runs a trained checkpoint instead: its choices decide how many node
-// rows stay distinct, so how many the network scores.
+// rows stay distinct, so how many the network scores. SCHEDRL_BENCH_TRACE=gpushare40 (an openb
+// pod list's suffix) runs another workload.
 func BenchmarkPlacerDecision(b *testing.B) {
 	_, file, _, _ := runtime.Caller(0)
 	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
 	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: 1.3, Seed: 49, Coverage: 0.95})
+		PodsPath: filepath.Join(traces, "openb_pod_list_"+cmp.Or(os.Getenv("SCHEDRL_BENCH_TRACE"), "default")+".csv"), Tune: 1.3, Seed: 49, Coverage: 0.95})
 	if err != nil {
 		b.Fatal(err)
 	}
