@@ -65,7 +65,32 @@ func (m *MinIO) Start() error {
 	if err := m.proc.start(); err != nil {
 		return err
 	}
-	return m.proc.waitHTTP("http://"+m.Endpoint+"/minio/health/live", 60*time.Second)
+	if err := m.proc.waitHTTP("http://"+m.Endpoint+"/minio/health/live", 60*time.Second); err != nil {
+		return err
+	}
+	return m.waitS3(60 * time.Second)
+}
+
+// waitS3 waits until the S3 API answers: under load a restarted MinIO is live before its
+// object layer has loaded the buckets it keeps on disk.
+func (m *MinIO) waitS3(limit time.Duration) error {
+	c, err := m.Client()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(limit)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.ListBuckets(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("testserver: minio at %s live but its S3 API does not answer after %s: %w", m.Endpoint, limit, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // Stop stops the server; Start brings it back with its data.
