@@ -12,8 +12,7 @@ func init() {
 		Short: "Print the effective config (defaults < file < SCHEDRL_* env < flags) as YAML, secrets redacted",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

@@ -38,8 +38,7 @@ func datasetsBuildCmd() *cobra.Command {
 		Example: "  schedrl datasets build --logs 'runs/logs/*.jsonl' --env placement --out runs/ds --val-fraction 0.2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

@@ -40,8 +40,7 @@ func (d *defragFlags) add(f *pflag.FlagSet, placerFlag string) {
 
 // load reads the config and applies the set flags.
 func (d *defragFlags) load(cmd *cobra.Command) (config.Config, error) {
-	path, _ := cmd.Flags().GetString(config.ConfigFlag)
-	cfg, err := config.Load(path, cmd.Flags())
+	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return cfg, err
 	}

@@ -25,8 +25,7 @@ func init() {
 			"answers. Fails when libtorch does not work (or, with --strict, a service is down).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

@@ -38,8 +38,7 @@ func init() {
 		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

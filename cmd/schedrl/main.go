@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/spf13/cobra"
 )
 
@@ -21,4 +22,11 @@ func main() {
 		fmt.Fprintln(os.Stderr, "schedrl:", err)
 		os.Exit(1)
 	}
+}
+
+// loadConfig loads the effective config for a command: its --config file, SCHEDRL_ env
+// variables and its flags, over the built-in defaults.
+func loadConfig(cmd *cobra.Command) (config.Config, error) {
+	path, _ := cmd.Flags().GetString(config.ConfigFlag)
+	return config.Load(path, cmd.Flags())
 }

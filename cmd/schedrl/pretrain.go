@@ -34,8 +34,7 @@ func init() {
 			"  schedrl pretrain --dataset runs/ds-train --val-dataset runs/ds-val --out runs/pretrain",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}

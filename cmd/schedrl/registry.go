@@ -38,8 +38,7 @@ func init() {
 
 // openRegistry loads the config, applies --store and opens the registry.
 func openRegistry(cmd *cobra.Command) (*registry.Registry, error) {
-	path, _ := cmd.Flags().GetString(config.ConfigFlag)
-	cfg, err := config.Load(path, cmd.Flags())
+	cfg, err := loadConfig(cmd)
 	if err != nil {
 		return nil, err
 	}

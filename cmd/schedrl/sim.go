@@ -75,8 +75,7 @@ func init() {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			start := time.Now()
-			path, _ := cmd.Flags().GetString(config.ConfigFlag)
-			cfg, err := config.Load(path, cmd.Flags())
+			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
