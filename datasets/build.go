@@ -2,7 +2,6 @@ package datasets
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,7 +18,7 @@ import (
 // BuildOptions configures Build.
 type BuildOptions struct {
 	Logs         string // glob of decision logs
-	Env          string // environment name; only env.PlacementName so far
+	Env          string // environment name: env.PlacementName or env.DefragName
 	Out          string // dataset directory
 	Force        bool   // replace an existing Out
 	Nodes        string // optional node-list CSV every log header must match
@@ -27,9 +26,12 @@ type BuildOptions struct {
 	Seed         uint64 // chooses the validation episodes
 	ShardRows    int
 	RowGroupRows int
-	Workers      int // 0: one per CPU
-	EnvOptions   env.Options
-	Gamma        float64 // discount of the stored return-to-go
+	Workers      int         // 0: one per CPU
+	EnvOptions   env.Options // placement rewards
+	// Defrag holds the defrag reward weights; each episode's budget and placer come from its
+	// log's header (meta "budget" and "placer", as defrag plan --log and defrag demos write).
+	Defrag env.DefragOptions
+	Gamma  float64 // discount of the stored return-to-go
 }
 
 // BuildStats reports what Build did.
@@ -43,9 +45,11 @@ type BuildStats struct {
 // and writes the dataset to o.Out through a temporary directory: a failed build leaves nothing.
 func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	start := time.Now()
-	if o.Env != env.PlacementName {
-		return nil, BuildStats{}, fmt.Errorf("env %q: datasets can be built for %q only", o.Env, env.PlacementName)
+	replay, ok := replayers[o.Env]
+	if !ok {
+		return nil, BuildStats{}, fmt.Errorf("env %q: datasets can be built for %q and %q", o.Env, env.PlacementName, env.DefragName)
 	}
+	spec, _ := env.SpecOf(o.Env)
 	if o.ShardRows < 1 || o.RowGroupRows < 1 || o.Gamma <= 0 || o.Gamma > 1 || o.ValFraction < 0 || o.ValFraction >= 1 {
 		return nil, BuildStats{}, fmt.Errorf("invalid options: shard rows %d, row group rows %d, gamma %v, val fraction %v",
 			o.ShardRows, o.RowGroupRows, o.Gamma, o.ValFraction)
@@ -70,9 +74,14 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	}
 	defer dir.Abort()
 
-	optsJSON, _ := json.Marshal(o.EnvOptions)
+	var optsJSON []byte
+	if o.Env == env.DefragName {
+		optsJSON, _ = json.Marshal(o.Defrag)
+	} else {
+		optsJSON, _ = json.Marshal(o.EnvOptions)
+	}
 	m := &Manifest{
-		SchemaVersion: SchemaVersion, FeatureSpec: env.PlacementSpec, Env: o.Env, EnvOptions: optsJSON,
+		SchemaVersion: SchemaVersion, FeatureSpec: spec.Version, Env: o.Env, EnvOptions: optsJSON,
 		ValFraction: o.ValFraction, SplitSeed: o.Seed, Gamma: o.Gamma, Splits: map[string]*SplitInfo{},
 	}
 	names := make([]string, len(logs))
@@ -88,7 +97,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	contexts := map[string]string{} // sha256 -> relative path
 	var reward, ret statsAcc
 	var stats BuildStats
-	err = replayAll(logs, o, nodes, func(i int, ep *episode) error {
+	err = replayAll(logs, o, nodes, replay, func(i int, ep *episode) error {
 		ctxPath, err := writeContext(dir.Tmp, ep.context, contexts, m)
 		if err != nil {
 			return err
@@ -130,7 +139,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 		}
 	}
 	if m.Rows == 0 {
-		return nil, BuildStats{}, errors.New("logs hold no placement decisions")
+		return nil, BuildStats{}, fmt.Errorf("logs hold no %s decisions", o.Env)
 	}
 	m.Reward, m.Return = reward.stats(), ret.stats()
 	data, err := json.MarshalIndent(m, "", "  ")
@@ -147,8 +156,13 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	return m, stats, nil
 }
 
+// replayFunc turns one decision log into an episode of an environment's transitions.
+type replayFunc func(path string, o BuildOptions, nodes []sim.Node) (*episode, error)
+
+var replayers = map[string]replayFunc{env.PlacementName: replayPlacement, env.DefragName: replayDefrag}
+
 // writeContext stores an episode's start once per distinct content and returns its path.
-func writeContext(root string, ctx env.Context, seen map[string]string, m *Manifest) (string, error) {
+func writeContext(root string, ctx any, seen map[string]string, m *Manifest) (string, error) {
 	data, err := json.Marshal(ctx)
 	if err != nil {
 		return "", err
@@ -171,7 +185,7 @@ func writeContext(root string, ctx env.Context, seen map[string]string, m *Manif
 
 // replayAll replays logs on o.Workers goroutines and hands the episodes to write in log order,
 // holding at most Workers episodes in memory. The first error stops the build.
-func replayAll(logs []string, o BuildOptions, nodes []sim.Node, write func(i int, ep *episode) error) error {
+func replayAll(logs []string, o BuildOptions, nodes []sim.Node, replay replayFunc, write func(i int, ep *episode) error) error {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -195,7 +209,7 @@ func replayAll(logs []string, o BuildOptions, nodes []sim.Node, write func(i int
 				return
 			}
 			go func() {
-				ep, err := replayPlacement(path, o, nodes)
+				ep, err := replay(path, o, nodes)
 				results[i] <- result{ep, err}
 			}()
 		}

@@ -19,9 +19,27 @@ import (
 type Dataset struct {
 	Dir      string
 	Manifest *Manifest
-	contexts map[string]env.Context
+	starts   map[string]start
 	caches   []map[string]*env.ScoreCache // per reader goroutine, per context
 	maxNodes int
+}
+
+// start is an episode's starting point decoded from its context file: it opens the
+// environment that rebuilds the episode's observations.
+type start interface {
+	// candidates is the most candidates a decision of the episode can have.
+	candidates() int
+	open(cache *env.ScoreCache) (rebuilder, error)
+}
+
+// rebuilder replays an episode's stored rows through its environment.
+type rebuilder interface {
+	// skip applies row r's changes and action without encoding the decision.
+	skip(r Row) error
+	// observe applies r's changes and encodes the decision r is about into obs.
+	observe(r Row, obs *env.Observation) error
+	// act applies r's action after observe.
+	act(r Row) error
 }
 
 // Open reads the manifest, checks every shard and context file against it (size and sha256) and
@@ -31,39 +49,75 @@ func Open(dir string) (*Dataset, error) {
 	if err != nil {
 		return nil, err
 	}
-	if m.Env != env.PlacementName || m.FeatureSpec != env.PlacementSpec {
-		return nil, fmt.Errorf("dataset %s: env %s feature spec %s, this build encodes %s %s", dir, m.Env, m.FeatureSpec, env.PlacementName, env.PlacementSpec)
+	spec, err := env.SpecOf(m.Env)
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: %w", dir, err)
+	}
+	if m.FeatureSpec != spec.Version {
+		return nil, fmt.Errorf("dataset %s: env %s feature spec %s, this build encodes %s %s", dir, m.Env, m.FeatureSpec, spec.Env, spec.Version)
 	}
 	if err := m.Verify(dir); err != nil {
 		return nil, err
 	}
-	d := &Dataset{Dir: dir, Manifest: m, contexts: map[string]env.Context{}}
+	d := &Dataset{Dir: dir, Manifest: m, starts: map[string]start{}}
 	for _, c := range m.Contexts {
 		data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(c.Path)))
 		if err != nil {
 			return nil, err
 		}
-		var ctx env.Context
-		if err := json.Unmarshal(data, &ctx); err != nil {
+		st, err := decodeStart(m.Env, data)
+		if err != nil {
 			return nil, fmt.Errorf("dataset %s: %s: %w", dir, c.Path, err)
 		}
-		d.contexts[c.Path] = ctx
-		d.maxNodes = max(d.maxNodes, len(ctx.Nodes))
+		d.starts[c.Path] = st
+		d.maxNodes = max(d.maxNodes, st.candidates())
 	}
 	d.reserveCaches(1)
 	for _, ep := range m.Episodes {
-		if _, ok := d.contexts[ep.Context]; !ok {
+		if _, ok := d.starts[ep.Context]; !ok {
 			return nil, fmt.Errorf("dataset %s: episode %d names context %q that the manifest does not list", dir, ep.ID, ep.Context)
 		}
 	}
 	return d, nil
 }
 
+// OpenEnv opens a dataset that must hold transitions of the named environment: a placement
+// reader refuses a defrag dataset and the other way round.
+func OpenEnv(dir, envName string) (*Dataset, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if m.Env != envName {
+		return nil, fmt.Errorf("dataset %s holds %s transitions (feature spec %s), %s ones are wanted here", dir, m.Env, m.FeatureSpec, envName)
+	}
+	return Open(dir)
+}
+
+// decodeStart decodes a context file of the named environment.
+func decodeStart(envName string, data []byte) (start, error) {
+	switch envName {
+	case env.PlacementName:
+		var ctx env.Context
+		if err := json.Unmarshal(data, &ctx); err != nil {
+			return nil, err
+		}
+		return placementStart{ctx}, nil
+	case env.DefragName:
+		var ctx DefragContext
+		if err := json.Unmarshal(data, &ctx); err != nil {
+			return nil, err
+		}
+		return &ctx, nil
+	}
+	return nil, fmt.Errorf("no episode rebuild for environment %q", envName)
+}
+
 // reserveCaches makes sure n reader goroutines have their own caches.
 func (d *Dataset) reserveCaches(n int) {
 	for len(d.caches) < n {
 		m := map[string]*env.ScoreCache{}
-		for path := range d.contexts {
+		for path := range d.starts {
 			m[path] = env.NewScoreCache()
 		}
 		d.caches = append(d.caches, m)
@@ -116,7 +170,7 @@ func (d *Dataset) ReadEpisode(ep EpisodeInfo, fn func(*Sample) error) error {
 type cursor struct {
 	d        *Dataset
 	ep       EpisodeInfo
-	p        *env.Placement
+	env      rebuilder
 	rows     *segmentRows
 	step, to int64
 	sample   Sample
@@ -126,24 +180,19 @@ type cursor struct {
 // openCursor replays the episode's first `from` actions without encoding them, so a chunk in
 // the middle of an episode starts from the exact state the expert saw. worker picks the caches.
 func (d *Dataset) openCursor(ep EpisodeInfo, from, to int64, worker int) (*cursor, error) {
-	p, err := d.contexts[ep.Context].NewPlacement()
+	rb, err := d.starts[ep.Context].open(d.caches[worker][ep.Context])
 	if err != nil {
 		return nil, fmt.Errorf("dataset %s: episode %d: %w", d.Dir, ep.ID, err)
 	}
-	p.ShareCache(d.caches[worker][ep.Context])
-	c := &cursor{d: d, ep: ep, p: p, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
+	c := &cursor{d: d, ep: ep, env: rb, rows: &segmentRows{dir: d.Dir, segs: ep.Segments}, to: to}
 	for c.step < from {
 		r, err := c.rows.next()
 		if err == nil {
-			err = applyChanges(p.Cluster(), r.Changes)
+			err = rb.skip(r)
 		}
 		if err != nil {
 			c.close()
 			return nil, c.errorf("%v", err)
-		}
-		if err := p.Cluster().Place(taskOf(r), sim.Choice{Node: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)}); err != nil {
-			c.close()
-			return nil, c.errorf("replaying the stored action: %v", err)
 		}
 		c.step++
 	}
@@ -167,21 +216,18 @@ func (c *cursor) next() (*Sample, error) {
 	if int64(r.Step) != c.step || r.Episode != c.ep.ID {
 		return nil, c.errorf("shard row is episode %d step %d", r.Episode, r.Step)
 	}
-	if err := applyChanges(c.p.Cluster(), r.Changes); err != nil {
+	if err := c.env.observe(r, &c.sample.Obs); err != nil {
 		return nil, c.errorf("%v", err)
 	}
-	t := taskOf(r)
-	c.p.Present(t, r.ArrivedMilli)
-	c.p.Observe(&c.sample.Obs)
 	if c.mask, err = UnpackMask(c.mask, r.Mask, c.sample.Obs.NumNodes); err != nil {
 		return nil, c.errorf("%v", err)
 	}
 	for i, ok := range c.mask {
 		if ok != c.sample.Obs.Mask[i] {
-			return nil, c.errorf("stored mask says node %d feasible=%v, rebuilt state says %v", i, ok, !ok)
+			return nil, c.errorf("stored mask says candidate %d feasible=%v, rebuilt state says %v", i, ok, !ok)
 		}
 	}
-	if _, err := c.p.Step(env.Action{Candidate: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)}); err != nil {
+	if err := c.env.act(r); err != nil {
 		return nil, c.errorf("stored action: %v", err)
 	}
 	c.sample.Row = r
@@ -190,6 +236,47 @@ func (c *cursor) next() (*Sample, error) {
 }
 
 func (c *cursor) close() { c.rows.close() }
+
+// placementStart rebuilds placement episodes: the context's empty cluster, then each row's
+// logged changes and placement.
+type placementStart struct{ ctx env.Context }
+
+func (s placementStart) candidates() int { return len(s.ctx.Nodes) }
+
+func (s placementStart) open(cache *env.ScoreCache) (rebuilder, error) {
+	p, err := s.ctx.NewPlacement()
+	if err != nil {
+		return nil, err
+	}
+	p.ShareCache(cache)
+	return placementRebuild{p}, nil
+}
+
+type placementRebuild struct{ p *env.Placement }
+
+func (b placementRebuild) skip(r Row) error {
+	if err := applyChanges(b.p.Cluster(), r.Changes); err != nil {
+		return err
+	}
+	if err := b.p.Cluster().Place(taskOf(r), sim.Choice{Node: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)}); err != nil {
+		return fmt.Errorf("replaying the stored action: %w", err)
+	}
+	return nil
+}
+
+func (b placementRebuild) observe(r Row, obs *env.Observation) error {
+	if err := applyChanges(b.p.Cluster(), r.Changes); err != nil {
+		return err
+	}
+	b.p.Present(taskOf(r), r.ArrivedMilli)
+	b.p.Observe(obs)
+	return nil
+}
+
+func (b placementRebuild) act(r Row) error {
+	_, err := b.p.Step(env.Action{Candidate: int(r.Action), GPUs: sim.GPUSet(r.ActionGPUs)})
+	return err
+}
 
 // applyChanges replays the departures and migrations logged before a decision.
 func applyChanges(c *sim.Cluster, changes []Change) error {
@@ -213,8 +300,15 @@ func (r Row) Task() sim.Task { return taskOf(r) }
 // ApplyChanges replays onto c the departures and migrations logged before the row's decision.
 func (r Row) ApplyChanges(c *sim.Cluster) error { return applyChanges(c, r.Changes) }
 
-// Context is the start state an episode replays from (e.g. to score choices on its cluster).
-func (d *Dataset) Context(ep EpisodeInfo) env.Context { return d.contexts[ep.Context] }
+// Context is the start state a placement episode replays from (e.g. to score choices on its
+// cluster); other environments' episodes are an error.
+func (d *Dataset) Context(ep EpisodeInfo) (env.Context, error) {
+	s, ok := d.starts[ep.Context].(placementStart)
+	if !ok {
+		return env.Context{}, fmt.Errorf("dataset %s: episode %d is a %s episode, not a placement one", d.Dir, ep.ID, d.Manifest.Env)
+	}
+	return s.ctx, nil
+}
 
 // taskOf is the task a row decides about.
 func taskOf(r Row) sim.Task {

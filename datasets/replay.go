@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-
+	"hash"
 	"io"
 	"os"
 
@@ -16,31 +16,59 @@ import (
 // episode is one replayed log, ready to write.
 type episode struct {
 	rows    []Row
-	context env.Context
+	context any // the environment's start, stored as a context file
 	log     FileInfo
 	failed  int64
 	ret     float64 // undiscounted sum of rewards
 }
 
-// replayPlacement replays one decision log through the simulator and the placement environment,
-// validating every event, and returns its transitions. Errors name the file and line.
-func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, error) {
+// logFile is an open decision log whose bytes are hashed as they are read, so the manifest
+// records exactly what was replayed.
+type logFile struct {
+	path    string
+	f       *os.File
+	sum     hash.Hash
+	counted *countingWriter
+	lr      *sim.LogReader
+}
+
+// openLog opens a log and reads its header, checking it against nodes when given.
+func openLog(path string, o BuildOptions, nodes []sim.Node) (*logFile, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	sum := sha256.New()
-	counted := &countingWriter{w: sum}
-	lr, err := sim.NewLogReader(io.TeeReader(bufio.NewReaderSize(f, 1<<20), counted))
-	if err != nil {
+	l := &logFile{path: path, f: f, sum: sha256.New()}
+	l.counted = &countingWriter{w: l.sum}
+	if l.lr, err = sim.NewLogReader(io.TeeReader(bufio.NewReaderSize(f, 1<<20), l.counted)); err != nil {
+		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if nodes != nil {
-		if err := matchNodes(lr.Header, nodes, o.Nodes); err != nil {
+		if err := matchNodes(l.lr.Header, nodes, o.Nodes); err != nil {
+			f.Close()
 			return nil, fmt.Errorf("%s: line 1: %w", path, err)
 		}
 	}
+	return l, nil
+}
+
+// info describes the log once it has been read to the end.
+func (l *logFile) info() FileInfo {
+	return FileInfo{Path: l.path, Bytes: l.counted.n, SHA256: hex.EncodeToString(l.sum.Sum(nil))}
+}
+
+func (l *logFile) close() { l.f.Close() }
+
+// replayPlacement replays one decision log through the simulator and the placement environment,
+// validating every event, and returns its transitions. Errors name the file and line.
+func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, error) {
+	l, err := openLog(path, o, nodes)
+	if err != nil {
+		return nil, err
+	}
+	defer l.close()
+	lr := l.lr
 	r, err := sim.NewReplayer(lr.Header)
 	if err != nil {
 		return nil, fmt.Errorf("%s: line 1: %w", path, err)
@@ -117,7 +145,7 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 		})
 		changes = nil
 	}
-	ep.log = FileInfo{Path: path, Bytes: counted.n, SHA256: hex.EncodeToString(sum.Sum(nil))}
+	ep.log = l.info()
 	finishEpisode(ep, o.Gamma)
 	return ep, nil
 }

@@ -2,7 +2,9 @@ package defrag
 
 import (
 	"cmp"
+	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/sim"
@@ -10,7 +12,8 @@ import (
 
 // WriteLog writes a plan as a decision log (docs/decision-log.md), the input the datasets stage
 // reads: the start as arrive+bind events for the running tasks (by name) and arrive events for
-// the pending queue (left waiting), then one migrate event per step. meta goes in the header.
+// the pending queue (left waiting), then one migrate event per step. meta goes in the header,
+// with the plan's budget and placer added (a defrag dataset rebuilds its environment from them).
 func WriteLog(path string, pr Problem, p Plan, meta map[string]string) error {
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
@@ -18,6 +21,11 @@ func WriteLog(path string, pr Problem, p Plan, meta map[string]string) error {
 	}
 	defer f.Abort()
 	c := pr.Cluster
+	meta = maps.Clone(meta)
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	meta["budget"], meta["placer"] = strconv.Itoa(p.Budget), p.Placer
 	lw, err := sim.NewLogWriter(f, sim.NewLogHeader(c, meta))
 	if err != nil {
 		return err

@@ -79,7 +79,11 @@ func (t *trainer) validate() (valMetrics, error) {
 	hb := nn.NewHostBatch(t.net.Arch, 1, t.val.ds.MaxNodes())
 	var logits, values []float32
 	for _, ep := range t.val.eps {
-		c, err := t.val.ds.Context(ep).Cluster()
+		ctx, err := t.val.ds.Context(ep)
+		if err != nil {
+			return m, err
+		}
+		c, err := ctx.Cluster()
 		if err != nil {
 			return m, fmt.Errorf("dataset %s: episode %d: %w", t.val.ds.Dir, ep.ID, err)
 		}

@@ -65,6 +65,7 @@ func datasetsBuildCmd() *cobra.Command {
 				ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
 				Workers: dc.Workers, Gamma: dc.Gamma,
 				EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},
+				Defrag:     defragOptions(cfg),
 			})
 			if err != nil {
 				return err
@@ -79,7 +80,7 @@ func datasetsBuildCmd() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&logs, "logs", "", "glob of decision logs, e.g. 'runs/logs/*.jsonl'")
-	f.StringVar(&envName, "env", "placement", "environment: placement")
+	f.StringVar(&envName, "env", "placement", "environment: placement, or defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section)")
 	f.StringVar(&out, "out", "", "dataset directory to write")
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")

@@ -208,6 +208,42 @@ func init() {
 	compare.Flags().StringVar(&methods, "methods", strings.Join(defrag.Methods(), ","), "planning methods to compare")
 	compare.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 
-	cmd.AddCommand(snapshot, plan, compare)
+	var demoFlags defragFlags
+	var demoSeeds, demoMethod, demoOut string
+	demos := &cobra.Command{
+		Use:   "demos",
+		Short: "Write expert migration logs (greedy plans of training seeds' states) for datasets build --env defrag",
+		Long: "Makes the starting state of each seed, plans it with --method at the budget (one sample) and\n" +
+			"writes DIR/seed-NNNNN.jsonl, the plan as a decision log (as defrag plan --log writes it). Use\n" +
+			"training seeds: the held-out seeds (49-53 by default in compare) must stay unseen.",
+		Example: "  schedrl defrag demos --seeds 1000-1059 --out runs/defrag-logs\n" +
+			"  schedrl datasets build --env defrag --logs 'runs/defrag-logs/*.jsonl' --out runs/defrag-ds",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := demoFlags.load(cmd)
+			if err != nil {
+				return err
+			}
+			if demoOut == "" {
+				return fmt.Errorf("defrag demos: --out is required")
+			}
+			seedList, err := config.ParseSeeds(demoSeeds)
+			if err != nil {
+				return fmt.Errorf("defrag demos: --seeds: %w", err)
+			}
+			runs, err := defrag.Demos(stateSpec(cfg), seedList, demoMethod, cfg.Defrag.Placer, defragOptions(cfg), cfg.Defrag.Budget, demoOut)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d migration logs (%s)\n", demoOut, len(runs), demoMethod)
+			return nil
+		},
+	}
+	demoFlags.add(demos.Flags(), "placer")
+	demos.Flags().StringVar(&demoSeeds, "seeds", "1000-1059", "training state seeds, e.g. 1000-1059")
+	demos.Flags().StringVar(&demoMethod, "method", "greedy", "expert planning method: "+strings.Join(defrag.Methods(), ", "))
+	demos.Flags().StringVar(&demoOut, "out", "", "directory of the logs to write")
+
+	cmd.AddCommand(snapshot, plan, compare, demos)
 	rootCmd.AddCommand(cmd)
 }

@@ -32,7 +32,7 @@ type DatasetsConfig struct {
 }
 
 // DatasetEnvs are the environments a dataset can be built for.
-var DatasetEnvs = []string{"placement"}
+var DatasetEnvs = []string{"placement", "defrag"}
 
 // SetDefaults fills the built-in defaults.
 func (c *DatasetsConfig) SetDefaults() {
