@@ -48,9 +48,22 @@ type Row struct {
 	Wall   float64 `json:"wall_seconds"`
 }
 
-// Compare makes the state of each seed and plans it with every method at the same budget.
+// NewPlanners resolves planning method names (see NewPlanner).
+func NewPlanners(names []string) ([]Planner, error) {
+	var out []Planner
+	for _, m := range names {
+		p, err := NewPlanner(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// Compare makes the state of each seed and plans it with every planner at the same budget.
 // budget is a count (>= 1) or a fraction of the running tasks.
-func Compare(base StateSpec, seeds []uint64, methods []string, placer string, opts env.DefragOptions, budget float64, samples int) ([]Row, error) {
+func Compare(base StateSpec, seeds []uint64, planners []Planner, placer string, opts env.DefragOptions, budget float64, samples int) ([]Row, error) {
 	var rows []Row
 	for _, seed := range seeds {
 		spec := base
@@ -64,11 +77,7 @@ func Compare(base StateSpec, seeds []uint64, methods []string, placer string, op
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
 		}
 		pr.Options.Budget = BudgetFor(budget, pr.Cluster.Running())
-		for _, m := range methods {
-			planner, err := NewPlanner(m)
-			if err != nil {
-				return nil, err
-			}
+		for _, planner := range planners {
 			plan, err := Best(pr, planner, samples, seed)
 			if err != nil {
 				return nil, fmt.Errorf("seed %d: %w", seed, err)

@@ -47,7 +47,18 @@ type EpochMetrics struct {
 	ValCE        float64 `json:"val_ce"`
 	ValValueLoss float64 `json:"val_value_loss"`
 	ValSamples   int     `json:"val_samples"`
+	// ValStages is the agreement per stage of a multi-stage environment (defrag: pick the task,
+	// pick its target).
+	ValStages []StageMetrics `json:"val_stages,omitempty"`
 	Seconds      float64 `json:"seconds"` // wall time of the run so far
+}
+
+// StageMetrics is one stage's validation agreement.
+type StageMetrics struct {
+	Stage     int     `json:"stage"`
+	Samples   int     `json:"samples"`
+	Agreement float64 `json:"agreement"`
+	Exact     float64 `json:"exact"`
 }
 
 // RunRecord is run.json.
@@ -272,7 +283,7 @@ func (t *trainer) endEpoch() error {
 	m := EpochMetrics{Epoch: t.st.Epoch + 1, Steps: t.st.Step, LR: learningRate(t.cfg, max(0, t.st.Step-1), t.totalSteps),
 		TrainLoss: t.st.EpochLoss / n, TrainCE: t.st.EpochCE / n, TrainVal: t.st.EpochValue / n,
 		ValAgreement: vm.agreement(), ValExact: vm.exact(), ValCE: vm.ce / float64(max(1, vm.n)),
-		ValValueLoss: vm.value / float64(max(1, vm.n)), ValSamples: vm.n, Seconds: t.seconds()}
+		ValValueLoss: vm.value / float64(max(1, vm.n)), ValSamples: vm.n, ValStages: vm.perStage(), Seconds: t.seconds()}
 	t.st.History = append(t.st.History, m)
 	if t.bar != nil {
 		t.bar.Clear() // the epoch line goes where the bar was; the next step redraws it
@@ -280,6 +291,10 @@ func (t *trainer) endEpoch() error {
 	t.log.Info("pretrain: epoch", "epoch", m.Epoch, "steps", m.Steps, "train_loss", fmt.Sprintf("%.4f", m.TrainLoss),
 		"val_agreement", fmt.Sprintf("%.4f", m.ValAgreement), "val_exact", fmt.Sprintf("%.4f", m.ValExact),
 		"val_ce", fmt.Sprintf("%.4f", m.ValCE), "val_value_loss", fmt.Sprintf("%.4f", m.ValValueLoss))
+	for _, st := range m.ValStages {
+		t.log.Info("pretrain: epoch stage", "epoch", m.Epoch, "stage", st.Stage, "samples", st.Samples,
+			"val_agreement", fmt.Sprintf("%.4f", st.Agreement), "val_exact", fmt.Sprintf("%.4f", st.Exact))
+	}
 	improved := m.ValAgreement > t.st.Best+t.cfg.MinDelta || t.st.Best < 0
 	if improved {
 		t.st.Best, t.st.BestEpoch, t.st.BadEpochs = m.ValAgreement, m.Epoch, 0
@@ -336,6 +351,12 @@ func (t *trainer) lineage() nn.Lineage {
 			lin.History[name] = append(lin.History[name], checkpoint.Step{Step: int64(m.Epoch), Value: v})
 			if m.Epoch == t.st.BestEpoch {
 				lin.Metrics[name] = v
+			}
+		}
+		for _, st := range m.ValStages {
+			if m.Epoch == t.st.BestEpoch {
+				lin.Metrics[fmt.Sprintf("val_agreement_stage%d", st.Stage)] = st.Agreement
+				lin.Metrics[fmt.Sprintf("val_exact_agreement_stage%d", st.Stage)] = st.Exact
 			}
 		}
 	}

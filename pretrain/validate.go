@@ -3,8 +3,10 @@ package pretrain
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/schedrl/schedrl/datasets"
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
@@ -22,7 +24,7 @@ type valSet struct {
 func openVal(c config.PretrainConfig, train *datasets.Dataset) (valSet, error) {
 	v := valSet{ds: train, eps: train.Episodes(datasets.SplitVal), max: c.ValMaxSamples}
 	if c.ValDataset != "" {
-		ds, err := datasets.Open(c.ValDataset)
+		ds, err := datasets.OpenEnv(c.ValDataset, train.Manifest.Env)
 		if err != nil {
 			return v, err
 		}
@@ -56,46 +58,111 @@ func (v valSet) picked(s, rows int64) bool {
 	return (s+1)*m/rows > s*m/rows
 }
 
-// valMetrics accumulates validation decisions.
+// valMetrics accumulates validation decisions, in all and per stage.
 type valMetrics struct {
 	n, agree, same int
 	ce, value      float64 // sums
+	stages         []stageCount
 }
+
+type stageCount struct{ n, agree, same int }
 
 func (m valMetrics) agreement() float64 { return float64(m.agree) / float64(max(1, m.n)) }
 func (m valMetrics) exact() float64     { return float64(m.same) / float64(max(1, m.n)) }
 
-// validate scores every validation decision: the network's choice (its best feasible node,
-// first on exact ties) against the expert's, the expert's own score deciding whether two
-// different nodes are equally good. The episode's cluster is replayed here beside the
-// dataset's replay, so each decision is scored on the cluster as the expert saw it; that is
-// why decisions go through the network one at a time.
-func (t *trainer) validate() (valMetrics, error) {
+func (m *valMetrics) add(stage int, agree, same bool) {
+	for len(m.stages) <= stage {
+		m.stages = append(m.stages, stageCount{})
+	}
+	st := &m.stages[stage]
+	m.n++
+	st.n++
+	if agree {
+		m.agree++
+		st.agree++
+	}
+	if same {
+		m.same++
+		st.same++
+	}
+}
+
+// perStage is the per-stage agreement of a multi-stage environment (nil for placement).
+func (m valMetrics) perStage() []StageMetrics {
+	if len(m.stages) < 2 {
+		return nil
+	}
+	out := make([]StageMetrics, len(m.stages))
+	for i, st := range m.stages {
+		out[i] = StageMetrics{Stage: i, Samples: st.n, Agreement: float64(st.agree) / float64(max(1, st.n)),
+			Exact: float64(st.same) / float64(max(1, st.n))}
+	}
+	return out
+}
+
+// judge decides, for each decision of an episode in order, whether the network's choice is
+// as good as the expert's; scored is false for decisions validation skips (a judge that
+// replays the episode still has to see them).
+type judge func(smp *datasets.Sample, choice int, scored bool) (bool, error)
+
+// newJudge returns the episode's judge: for placement, the expert's own score on the cluster as
+// the expert saw it (replayed here beside the dataset's replay); for defrag, whether the chosen
+// candidate's row is the expert's row bit for bit — an identical row is the same (node, task)
+// situation, which no policy over these features can tell apart.
+func (t *trainer) newJudge(ep datasets.EpisodeInfo) (judge, error) {
+	if t.val.ds.Manifest.Env != env.PlacementName {
+		return sameRow, nil
+	}
 	expert, err := policy.NewPlacer(t.cfg.Expert)
 	if err != nil {
-		return valMetrics{}, fmt.Errorf("pretrain.expert: %w", err)
+		return nil, fmt.Errorf("pretrain.expert: %w", err)
 	}
+	ctx, err := t.val.ds.Context(ep)
+	if err != nil {
+		return nil, err
+	}
+	c, err := ctx.Cluster()
+	if err != nil {
+		return nil, fmt.Errorf("dataset %s: episode %d: %w", t.val.ds.Dir, ep.ID, err)
+	}
+	return func(smp *datasets.Sample, choice int, scored bool) (bool, error) {
+		if err := smp.Row.ApplyChanges(c); err != nil {
+			return false, err
+		}
+		task := smp.Row.Task()
+		chosen := sim.Choice{Node: int(smp.Row.Action), GPUs: sim.GPUSet(smp.Row.ActionGPUs)}
+		defer c.Place(task, chosen) // ReadEpisode's replay has checked it
+		if !scored {
+			return false, nil
+		}
+		return choice >= 0 && nodeScore(expert, c, task, choice) >= expert.Score(c, task, chosen), nil
+	}, nil
+}
+
+func sameRow(smp *datasets.Sample, choice int, _ bool) (bool, error) {
+	o := &smp.Obs
+	nf := len(o.Nodes) / max(1, o.NumNodes)
+	a := int(smp.Row.Action)
+	return choice >= 0 && slices.Equal(o.Nodes[choice*nf:(choice+1)*nf], o.Nodes[a*nf:(a+1)*nf]), nil
+}
+
+// validate scores every validation decision: the network's choice (its best feasible
+// candidate, first on exact ties) against the expert's, the episode's judge deciding whether
+// two different candidates are equally good. Decisions go through the network one at a time,
+// on the state the expert saw.
+func (t *trainer) validate() (valMetrics, error) {
 	var m valMetrics
 	hb := nn.NewHostBatch(t.net.Arch, 1, t.val.ds.MaxNodes())
 	var logits, values []float32
 	for _, ep := range t.val.eps {
-		ctx, err := t.val.ds.Context(ep)
+		agrees, err := t.newJudge(ep)
 		if err != nil {
 			return m, err
 		}
-		c, err := ctx.Cluster()
-		if err != nil {
-			return m, fmt.Errorf("dataset %s: episode %d: %w", t.val.ds.Dir, ep.ID, err)
-		}
 		err = t.val.ds.ReadEpisode(ep, func(smp *datasets.Sample) error {
-			if err := smp.Row.ApplyChanges(c); err != nil {
-				return err
-			}
-			task := smp.Row.Task()
-			chosen := sim.Choice{Node: int(smp.Row.Action), GPUs: sim.GPUSet(smp.Row.ActionGPUs)}
-			defer c.Place(task, chosen) // ReadEpisode's replay has checked it
 			if !t.val.picked(int64(smp.Row.Step), ep.Rows) {
-				return nil
+				_, err := agrees(smp, -1, false)
+				return err
 			}
 			if err := hb.Put(0, &smp.Obs); err != nil {
 				return err
@@ -109,13 +176,11 @@ func (t *trainer) validate() (valMetrics, error) {
 			})
 			mask := smp.Obs.Mask
 			choice, action := argmax(logits, mask), int(smp.Row.Action)
-			m.n++
-			if choice == action {
-				m.same++
+			ok, err := agrees(smp, choice, true)
+			if err != nil {
+				return err
 			}
-			if choice == action || choice >= 0 && nodeScore(expert, c, task, choice) >= expert.Score(c, task, chosen) {
-				m.agree++
-			}
+			m.add(int(smp.Row.Stage), choice == action || ok, choice == action)
 			m.ce += logSumExp(logits, mask) - float64(logits[action])
 			d := (float64(values[0]) - float64(smp.Row.ReturnToGo)) / t.net.Arch.ValueScale
 			m.value += d * d

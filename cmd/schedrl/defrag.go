@@ -114,11 +114,12 @@ func init() {
 	var snapPath, method, model, planOut, planLog string
 	plan := &cobra.Command{
 		Use:   "plan",
-		Short: "Plan migrations for a snapshot with a heuristic (--policy) and write them with predicted outcomes",
+		Short: "Plan migrations for a snapshot with a heuristic (--policy) or a checkpoint (--model) and write them with predicted outcomes",
 		Long: "Plans at most --budget migrations for the snapshot with a planning method (" + strings.Join(defrag.Methods(), ", ") + "),\n" +
 			"replays the plan in the simulator (every step is checked) and writes plan.json: the ordered migrations\n" +
 			"with the fragment ratio and pending-task placement predicted after each. --samples K keeps the best\n" +
-			"of K sampled plans by reward. Pending tasks are placed with the defrag section's placer (fgd).",
+			"of K sampled plans by reward (a --model's sample 0 is its greedy decoding, the others are drawn from\n" +
+			"its masked softmax). Pending tasks are placed with the defrag section's placer (fgd).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := planFlags.load(cmd)
@@ -128,10 +129,15 @@ func init() {
 			switch {
 			case snapPath == "" || planOut == "":
 				return fmt.Errorf("defrag plan: --snapshot and --out are required")
-			case model != "":
-				return fmt.Errorf("defrag plan: --model: no defrag checkpoint can be trained yet (see docs/defrag.md); use --policy")
+			case model != "" && cmd.Flags().Changed("policy"):
+				return fmt.Errorf("defrag plan: give --model or --policy, not both")
 			}
-			planner, err := defrag.NewPlanner(method)
+			var planner defrag.Planner
+			if model != "" {
+				planner, err = modelPlanner(cfg, model)
+			} else {
+				planner, err = defrag.NewPlanner(method)
+			}
 			if err != nil {
 				return fmt.Errorf("defrag plan: %w", err)
 			}
@@ -166,12 +172,12 @@ func init() {
 	planFlags.add(plan.Flags(), "placer")
 	plan.Flags().StringVar(&snapPath, "snapshot", "", "snapshot JSON (from defrag snapshot)")
 	plan.Flags().StringVar(&method, "policy", "greedy", "planning method: "+strings.Join(defrag.Methods(), ", "))
-	plan.Flags().StringVar(&model, "model", "", "trained defrag checkpoint (not available yet)")
+	plan.Flags().StringVar(&model, "model", "", "plan with a trained defrag checkpoint (pretrain/finetune output on a defrag dataset) instead of --policy")
 	plan.Flags().StringVar(&planOut, "out", "", "plan JSON to write")
 	plan.Flags().StringVar(&planLog, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
 
 	var cmpFlags defragFlags
-	var seeds, methods string
+	var seeds, methods, cmpModel string
 	var asJSON bool
 	compare := &cobra.Command{
 		Use:   "compare",
@@ -186,7 +192,18 @@ func init() {
 			if err != nil {
 				return fmt.Errorf("defrag compare: --seeds: %w", err)
 			}
-			rows, err := defrag.Compare(stateSpec(cfg), seedList, splitList(strings.Split(methods, ",")), cfg.Defrag.Placer,
+			planners, err := defrag.NewPlanners(splitList(strings.Split(methods, ",")))
+			if err != nil {
+				return fmt.Errorf("defrag compare: %w", err)
+			}
+			if cmpModel != "" {
+				p, err := modelPlanner(cfg, cmpModel)
+				if err != nil {
+					return fmt.Errorf("defrag compare: %w", err)
+				}
+				planners = append(planners, p)
+			}
+			rows, err := defrag.Compare(stateSpec(cfg), seedList, planners, cfg.Defrag.Placer,
 				defragOptions(cfg), cfg.Defrag.Budget, cfg.Defrag.Samples)
 			if err != nil {
 				return err
@@ -207,6 +224,7 @@ func init() {
 	compare.Flags().StringVar(&seeds, "seeds", "49-53", "held-out state seeds, e.g. 49-53")
 	compare.Flags().StringVar(&methods, "methods", strings.Join(defrag.Methods(), ","), "planning methods to compare")
 	compare.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	compare.Flags().StringVar(&cmpModel, "model", "", "also plan with this defrag checkpoint (method \"model\")")
 
 	var demoFlags defragFlags
 	var demoSeeds, demoMethod, demoOut string

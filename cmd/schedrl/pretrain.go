@@ -41,7 +41,7 @@ func init() {
 			pc := &cfg.Pretrain
 			f := cmd.Flags()
 			for name, apply := range map[string]func(){
-				"dataset": func() { pc.Dataset = dataset }, "val-dataset": func() { pc.ValDataset = valDataset },
+				"dataset": func() { pc.Dataset = dataset }, "data": func() { pc.Dataset = dataset }, "val-dataset": func() { pc.ValDataset = valDataset },
 				"out": func() { pc.Out = out }, "epochs": func() { pc.Epochs = epochs },
 			} {
 				if f.Changed(name) {
@@ -68,12 +68,17 @@ func init() {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "pretrained %s: validation agreement %.2f%% (exact node %.2f%%) at epoch %d; %d steps in %.0f s; %s\n",
 				res.Dir, 100*res.Best.ValAgreement, 100*res.Best.ValExact, res.Best.Epoch, res.Steps, res.Elapsed.Seconds(), res.StopReason)
+			for _, st := range res.Best.ValStages {
+				fmt.Fprintf(cmd.OutOrStdout(), "  stage %d: validation agreement %.2f%% (exact %.2f%%) over %d decisions\n",
+					st.Stage, 100*st.Agreement, 100*st.Exact, st.Samples)
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	config.AddFlags(f, "")
-	f.StringVar(&dataset, "dataset", "", "training dataset directory (default: pretrain.dataset)")
+	f.StringVar(&dataset, "dataset", "", "training dataset directory, placement or defrag (default: pretrain.dataset)")
+	f.StringVar(&dataset, "data", "", "same as --dataset")
 	f.StringVar(&valDataset, "val-dataset", "", "validation dataset directory (default: pretrain.val_dataset, else the dataset's val split)")
 	f.StringVar(&out, "out", "", "checkpoint directory (default: pretrain.out)")
 	f.IntVar(&epochs, "epochs", 0, "epochs (default: pretrain.epochs)")
