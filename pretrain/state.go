@@ -50,7 +50,7 @@ type EpochMetrics struct {
 	// ValStages is the agreement per stage of a multi-stage environment (defrag: pick the task,
 	// pick its target).
 	ValStages []StageMetrics `json:"val_stages,omitempty"`
-	Seconds      float64 `json:"seconds"` // wall time of the run so far
+	Seconds   float64        `json:"seconds"` // wall time of the run so far
 }
 
 // StageMetrics is one stage's validation agreement.
