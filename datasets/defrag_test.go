@@ -10,67 +10,7 @@ import (
 
 	"github.com/schedrl/schedrl/defrag"
 	"github.com/schedrl/schedrl/env"
-	"github.com/schedrl/schedrl/policy"
-	"github.com/schedrl/schedrl/sim"
 )
-
-// randomDefragProblem is a small fragmented cluster: random nodes and tasks placed by FGD until
-// they stop fitting (the failed ones wait), then random departures.
-func randomDefragProblem(t *testing.T, seed uint64, budget int) defrag.Problem {
-	t.Helper()
-	rng := sim.RNG(seed, 77)
-	var nodes []sim.Node
-	for i := range 8 + rng.IntN(16) {
-		n := sim.Node{Name: fmt.Sprintf("n%02d", i), CPU: int64(16+rng.IntN(80)) * 1000, Mem: int64(64+rng.IntN(256)) * 1024}
-		if rng.IntN(6) > 0 {
-			n.GPUs, n.GPUType = []int{1, 2, 4, 8}[rng.IntN(4)], []string{"A", "B"}[rng.IntN(2)]
-		}
-		nodes = append(nodes, n)
-	}
-	var tasks []sim.Task
-	for k := range 60 + rng.IntN(150) {
-		tk := sim.Task{Name: fmt.Sprintf("t%03d", k), CPU: int64(1+rng.IntN(16)) * 1000, Mem: int64(1+rng.IntN(32)) * 1024, Deletion: -1}
-		if r := rng.IntN(10); r < 5 {
-			tk.NumGPU, tk.GPUMilli = 1, int64([]int{100, 250, 500, 700}[rng.IntN(4)])
-		} else if r < 8 {
-			tk.NumGPU, tk.GPUMilli = []int{1, 2, 4}[rng.IntN(3)], 1000
-		}
-		tasks = append(tasks, tk)
-	}
-	model, err := sim.TypicalShapes(tasks, 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := sim.NewCluster(nodes, model)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fgd, err := policy.NewPlacer("fgd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pending []sim.Task
-	for _, tk := range tasks {
-		if ch, ok := fgd.Place(c, tk, rng); ok {
-			if err := c.Place(tk, ch); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			pending = append(pending, tk)
-		}
-	}
-	running := c.Placements()
-	slices.SortFunc(running, func(a, b sim.Placement) int { return strings.Compare(a.Task.Name, b.Task.Name) })
-	for _, p := range running {
-		if rng.IntN(4) == 0 {
-			if _, err := c.Remove(p.Task.Name); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	return defrag.Problem{Cluster: c, Pending: pending, Placer: fgd,
-		Options: env.DefragOptions{Budget: budget, RewardFragment: 1, RewardPending: 1, MigrationCost: 0.1}}
-}
 
 // defragDemos writes n migration logs of random states (greedy plans, and random-agent plans
 // that may STOP early) into dir and returns the problems and plans that made them.
@@ -79,7 +19,10 @@ func defragDemos(t *testing.T, dir string, n int) ([]defrag.Problem, []defrag.Pl
 	var probs []defrag.Problem
 	var plans []defrag.Plan
 	for seed := range uint64(n) {
-		pr := randomDefragProblem(t, seed, 2+int(seed%9))
+		pr, err := defrag.RandomProblem(seed)
+		if err != nil {
+			t.Fatal(err)
+		}
 		method := "greedy"
 		if seed%3 == 2 {
 			method = "random"
