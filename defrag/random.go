@@ -75,4 +75,3 @@ func RandomProblem(seed uint64) (Problem, error) {
 	return Problem{Cluster: c, Pending: pending, Placer: fgd,
 		Options: env.DefragOptions{Budget: 1 + rng.IntN(15), RewardFragment: 1, RewardPending: 1, MigrationCost: 0.1}}, nil
 }
-
