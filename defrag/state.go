@@ -32,6 +32,16 @@ const streamDepartures uint64 = 10
 
 // MakeState builds the state and its snapshot file.
 func MakeState(s StateSpec) (sim.SnapshotFile, error) {
+	p, err := sim.Prepare(sim.Experiment{NodesPath: s.Nodes, PodsPath: s.Pods, Tune: s.Tune, Seed: s.Seed, Coverage: s.Coverage})
+	if err != nil {
+		return sim.SnapshotFile{}, err
+	}
+	return StateOf(p, s)
+}
+
+// StateOf builds the state of s on an already prepared experiment (its nodes and seeded
+// workload), so callers can reuse loaded traces or prepare a sub-cluster; p.Seed must be s.Seed.
+func StateOf(p *sim.Prepared, s StateSpec) (sim.SnapshotFile, error) {
 	if !(s.Departures >= 0 && s.Departures < 1) {
 		return sim.SnapshotFile{}, fmt.Errorf("departures: must be in [0, 1), got %v", s.Departures)
 	}
@@ -39,10 +49,6 @@ func MakeState(s StateSpec) (sim.SnapshotFile, error) {
 		return sim.SnapshotFile{}, fmt.Errorf("max pending: must be >= 1, got %d", s.MaxPending)
 	}
 	placer, err := policy.NewPlacer(s.Policy)
-	if err != nil {
-		return sim.SnapshotFile{}, err
-	}
-	p, err := sim.Prepare(sim.Experiment{NodesPath: s.Nodes, PodsPath: s.Pods, Tune: s.Tune, Seed: s.Seed, Coverage: s.Coverage})
 	if err != nil {
 		return sim.SnapshotFile{}, err
 	}

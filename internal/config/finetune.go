@@ -5,8 +5,8 @@ import (
 	"strings"
 )
 
-// FinetuneConfig configures `schedrl finetune`: PPO in the placement environment, warm-started
-// from a behaviour-cloned checkpoint. Every hyper-parameter of the algorithm is a field here, in
+// FinetuneConfig configures `schedrl finetune`: PPO in the placement or the defrag environment,
+// warm-started from a behaviour-cloned checkpoint. Every hyper-parameter of the algorithm is a field here, in
 // the order the training loop uses them (episodes, rollout, advantages, loss, update), so the
 // struct reads like CleanRL's single-file PPO.
 type FinetuneConfig struct {
@@ -14,13 +14,18 @@ type FinetuneConfig struct {
 	From string `mapstructure:"from" yaml:"from"`
 	// Out is the run directory: checkpoints, run record (metrics.jsonl), final checkpoint.
 	Out string `mapstructure:"out" yaml:"out"`
+	// Env is the environment trained in: placement (episodes are arrival sequences) or defrag
+	// (episodes are migration plans on fragmented starting states made with the defrag
+	// section's departures, max_pending and placer; budget and reward weights from there too).
+	Env string `mapstructure:"env" yaml:"env"`
 
 	// Episode mix: each episode draws a trace, a seed and a cluster size uniformly from these.
 	// Nodes is the node list CSV; Traces are openb pod-list short names or CSV paths.
 	Nodes     string   `mapstructure:"nodes" yaml:"nodes"`
 	Traces    []string `mapstructure:"traces" yaml:"traces"`
 	TracesDir string   `mapstructure:"traces_dir" yaml:"traces_dir"`
-	// Seeds are the training workload seeds ("A-B,C"); they must not meet EvalSeeds.
+	// Seeds are the training workload seeds ("A-B,C"); they must not meet EvalSeeds (nor, for
+	// defrag, DefragHeldOut).
 	Seeds string `mapstructure:"seeds" yaml:"seeds"`
 	// ClusterSizes are node counts of random subsets of the node list (0: the whole list); the
 	// workload is tuned to the subset's GPU capacity, so a small cluster is a cheap episode.
@@ -77,6 +82,10 @@ type FinetuneConfig struct {
 	EvalClusterSize int    `mapstructure:"eval_cluster_size" yaml:"eval_cluster_size"`
 }
 
+// DefragHeldOut are the first and last seed of the defrag states every method is compared on
+// (docs/defrag.md): a defrag run never trains on them.
+var DefragHeldOut = [2]uint64{49, 53}
+
 // SetDefaults is the measured short run on the default openb trace: training seeds away from
 // the held-out 49..51, 256- and 512-node sub-clusters, a small learning rate and a constant KL
 // pull towards the pretrained policy (larger steps lost held-out allocation within 10k steps,
@@ -85,6 +94,7 @@ func (c *FinetuneConfig) SetDefaults() {
 	*c = FinetuneConfig{
 		From:         "runs/pretrain",
 		Out:          "runs/finetune",
+		Env:          "placement",
 		Nodes:        "../shared/traces/openb/openb_node_list_gpu_node.csv",
 		Traces:       []string{"default"},
 		TracesDir:    "../shared/traces/openb",
@@ -108,6 +118,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("from: name a checkpoint directory or none")
 	case c.Out == "":
 		return fmt.Errorf("out: must name a directory")
+	case c.Env != "placement" && c.Env != "defrag":
+		return fmt.Errorf("env: must be placement or defrag, got %q", c.Env)
 	case c.Nodes == "":
 		return fmt.Errorf("nodes: must name a node list CSV")
 	case len(c.Traces) == 0:
@@ -184,6 +196,11 @@ func (c FinetuneConfig) Validate() error {
 	heldSet := map[uint64]bool{}
 	for _, s := range held {
 		heldSet[s] = true
+	}
+	if c.Env == "defrag" {
+		for s := DefragHeldOut[0]; s <= DefragHeldOut[1]; s++ {
+			heldSet[s] = true
+		}
 	}
 	for _, s := range train {
 		if heldSet[s] {

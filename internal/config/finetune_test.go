@@ -27,6 +27,9 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"seeds", func(c *FinetuneConfig) { c.Seeds = "40-50" }}, // meets eval seeds 49..51
 		{"eval_seeds", func(c *FinetuneConfig) { c.EvalSeeds = "x" }},
 		{"lr", func(c *FinetuneConfig) { c.LR = 0 }},
+		{"env", func(c *FinetuneConfig) { c.Env = "migration" }},
+		// 52 is a defrag held-out state even when eval_seeds does not name it.
+		{"seeds", func(c *FinetuneConfig) { c.Env, c.Seeds, c.EvalSeeds = "defrag", "52", "49" }},
 	} {
 		var c FinetuneConfig
 		c.SetDefaults()
