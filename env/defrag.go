@@ -11,19 +11,23 @@ import (
 )
 
 // DefragSpec is the feature-spec version of the defrag observation.
-const DefragSpec = "defrag-v1"
+const DefragSpec = "defrag-v2"
 
 // DefragName is the environment's name in configs and manifests.
 const DefragName = "defrag"
 
 // Both stages' candidate rows share one layout, so one entity scorer serves both: a row is a
 // (node, task) pair — the task's current node in stage one, a target node for the picked task
-// in stage two — and the last row of stage one is STOP.
+// in stage two — and the last row of stage one is STOP. frag_gain is the fragment the row's
+// node loses by the move (the source's in stage one, the target's in stage two) and
+// other_gain the other end's (stage one: the best target on another node; stage two: the
+// picked task's source), so a row holds both halves of a migration's fragment change — what
+// the greedy expert ranks by.
 var defragSpec = Spec{
 	Env: DefragName, Version: DefragSpec, Stages: 2,
 	Node: []string{
 		"cpu_free", "mem_free", "gpus", "gpu_idle", "gpu_full_free", "gpu_max_free", "frag",
-		"task_cpu", "task_num_gpu", "task_gpu_milli", "task_gpu_total", "frag_gain", "feasible", "stop",
+		"task_cpu", "task_num_gpu", "task_gpu_milli", "task_gpu_total", "frag_gain", "other_gain", "feasible", "stop",
 	},
 	Task:   []string{"cpu", "mem", "num_gpu", "gpu_milli", "sharing", "cpu_only", "constrained", "gpu_total"},
 	Global: []string{"gpu_alloc", "frag_ratio", "frag_capacity", "budget_left", "stage", "pending_placeable"},
@@ -78,9 +82,12 @@ type Defrag struct {
 	tasks   []sim.Placement // stage-one candidates, by name
 	movable []bool
 	gain    []float64 // fragment (milli) the task's node loses without it
+	target0 []float64 // fragment (milli) the task's best target on another node loses by taking it
 	nMov    int
+	touched [2]int // nodes the last migration changed; -1 before the first
 
-	picked   sim.Placement
+	picked     sim.Placement
+	pickedGain float64
 	feasible []bool
 	target   []scored // per node: best GPU choice for the picked task and its fragment change
 	nodeBuf  []int
@@ -103,6 +110,9 @@ func NewDefrag(c *sim.Cluster, pending []sim.Task, placer sim.Placer, opts Defra
 		d.pendingGPU += t.TotalGPUMilli()
 	}
 	_, d.placeable = Placeable(c, pending, placer)
+	d.tasks = c.Placements()
+	slices.SortFunc(d.tasks, func(a, b sim.Placement) int { return cmp.Compare(a.Task.Name, b.Task.Name) })
+	d.touched = [2]int{-1, -1}
 	d.refresh()
 	return d
 }
@@ -137,33 +147,57 @@ type movableShape struct {
 
 // refresh rebuilds stage one's candidates and ends the episode when nothing can move or the
 // budget is spent. A task is movable when it fits some node other than its own; tasks of one
-// shape share the feasibility scan.
+// shape share the feasibility scan and the search for their best target (and the runner-up on
+// another node, for the task that sits on the best). Migrations keep the set of running tasks,
+// so the name order is kept, and a task's source gain changes only when its node did.
 func (d *Defrag) refresh() {
 	d.stage = 0
-	d.tasks = d.c.Placements()
-	slices.SortFunc(d.tasks, func(a, b sim.Placement) int { return cmp.Compare(a.Task.Name, b.Task.Name) })
 	d.movable = grow(d.movable, len(d.tasks))
+	d.target0 = grow(d.target0, len(d.tasks))
+	first := len(d.gain) != len(d.tasks)
 	d.gain = grow(d.gain, len(d.tasks))
-	type fit struct{ n, first int }
+	type fit struct {
+		best, second         int // nodes; -1 none
+		bestGain, secondGain float64
+	}
 	fits := map[movableShape]fit{}
 	d.nMov = 0
-	for k, p := range d.tasks {
+	for k := range d.tasks {
+		p, _ := d.c.Placement(d.tasks[k].Task.Name)
+		d.tasks[k] = p
 		t := p.Task
 		key := movableShape{t.CPU, t.Mem, t.GPUMilli, t.NumGPU, t.Spec()}
 		f, ok := fits[key]
 		if !ok {
+			f = fit{best: -1, second: -1}
 			d.nodeBuf = d.c.FeasibleNodes(t, d.nodeBuf[:0])
-			f = fit{n: len(d.nodeBuf), first: -1}
-			if f.n > 0 {
-				f.first = d.nodeBuf[0]
+			shape := d.cache.shape(t)
+			for _, i := range d.nodeBuf {
+				s, ok := d.cache.score(d.c, d.class, shape, t, i)
+				if !ok {
+					continue
+				}
+				switch g := -s.delta; {
+				case f.best < 0 || g > f.bestGain:
+					f.second, f.secondGain, f.best, f.bestGain = f.best, f.bestGain, i, g
+				case f.second < 0 || g > f.secondGain:
+					f.second, f.secondGain = i, g
+				}
 			}
 			fits[key] = f
 		}
-		d.movable[k] = f.n > 1 || (f.n == 1 && f.first != p.Choice.Node)
-		without, _ := d.c.FragWithout(t.Name)
-		d.gain[k] = d.c.NodeFrag(p.Choice.Node) - without
-		if d.movable[k] {
+		to, gain := f.best, f.bestGain
+		if to == p.Choice.Node {
+			to, gain = f.second, f.secondGain
+		}
+		d.movable[k], d.target0[k] = to >= 0, 0
+		if to >= 0 {
+			d.target0[k] = gain
 			d.nMov++
+		}
+		if n := p.Choice.Node; first || n == d.touched[0] || n == d.touched[1] {
+			without, _ := d.c.FragWithout(t.Name)
+			d.gain[k] = d.c.NodeFrag(n) - without
 		}
 	}
 	d.done = d.nMov == 0 || d.used >= d.opts.Budget
@@ -187,7 +221,7 @@ func (d *Defrag) Observe(obs *Observation) {
 		obs.Nodes = grow(obs.Nodes, obs.NumNodes*nf)
 		obs.Mask = grow(obs.Mask, obs.NumNodes)
 		for k, p := range d.tasks {
-			d.row(obs.Nodes[k*nf:(k+1)*nf], p.Choice.Node, p.Task, d.gain[k], d.movable[k])
+			d.row(obs.Nodes[k*nf:(k+1)*nf], p.Choice.Node, p.Task, d.gain[k], d.target0[k], d.movable[k])
 			obs.Mask[k] = d.movable[k]
 		}
 		stop := obs.Nodes[len(d.tasks)*nf : obs.NumNodes*nf]
@@ -205,7 +239,7 @@ func (d *Defrag) Observe(obs *Observation) {
 			if d.feasible[i] {
 				gain = -d.target[i].delta
 			}
-			d.row(obs.Nodes[i*nf:(i+1)*nf], i, t, gain, d.feasible[i])
+			d.row(obs.Nodes[i*nf:(i+1)*nf], i, t, gain, d.pickedGain, d.feasible[i])
 		}
 		copy(obs.Mask, d.feasible)
 	}
@@ -237,7 +271,7 @@ func (d *Defrag) Observe(obs *Observation) {
 }
 
 // row writes one (node, task) candidate row.
-func (d *Defrag) row(row []float32, i int, t sim.Task, gain float64, feasible bool) {
+func (d *Defrag) row(row []float32, i int, t sim.Task, gain, other float64, feasible bool) {
 	free := d.c.Free(i)
 	var maxFree int64
 	for g := range free.GPUs {
@@ -255,8 +289,9 @@ func (d *Defrag) row(row []float32, i int, t sim.Task, gain float64, feasible bo
 	row[9] = float32(t.GPUMilli) / sim.MilliPerGPU
 	row[10] = float32(float64(t.TotalGPUMilli()) / maxMilli)
 	row[11] = float32(gain / sim.MilliPerGPU)
-	row[12] = b2f(feasible)
-	row[13] = 0
+	row[12] = float32(other / sim.MilliPerGPU)
+	row[13] = b2f(feasible)
+	row[14] = 0
 }
 
 // Target is where stage two's action a would move the picked task, checked for feasibility.
@@ -292,7 +327,7 @@ func (d *Defrag) Step(a Action) (Result, error) {
 			d.done = true
 			return Result{Done: true}, nil
 		}
-		d.pick(d.tasks[a.Candidate])
+		d.pick(d.tasks[a.Candidate], d.gain[a.Candidate])
 		return Result{}, nil
 	}
 	ch, err := d.Target(a)
@@ -304,6 +339,7 @@ func (d *Defrag) Step(a Action) (Result, error) {
 		return Result{}, err
 	}
 	d.used++
+	d.touched = [2]int{d.picked.Choice.Node, ch.Node}
 	delta := d.c.ClusterFrag() - before
 	_, placeable := Placeable(d.c, d.pending, d.placer)
 	gained := placeable - d.placeable
@@ -312,9 +348,9 @@ func (d *Defrag) Step(a Action) (Result, error) {
 	return Result{Reward: d.Reward(d.picked.Task, delta, gained), Done: d.done, Choice: ch, FragDelta: delta}, nil
 }
 
-// pick moves to stage two with p as the task to migrate.
-func (d *Defrag) pick(p sim.Placement) {
-	d.picked, d.stage = p, 1
+// pick moves to stage two with p, whose node loses gain by its leaving, as the task to migrate.
+func (d *Defrag) pick(p sim.Placement, gain float64) {
+	d.picked, d.pickedGain, d.stage = p, gain, 1
 	clear(d.feasible)
 	d.nodeBuf = d.c.FeasibleNodes(p.Task, d.nodeBuf[:0])
 	shape := d.cache.shape(p.Task)

@@ -17,7 +17,7 @@ import (
 
 // defragPolicy saves a freshly initialised defrag network as a checkpoint and loads it the
 // way defrag plan --model does.
-func defragPolicy(t *testing.T, seed int64) *DefragPolicy {
+func defragPolicy(t testing.TB, seed int64) *DefragPolicy {
 	t.Helper()
 	spec, err := env.SpecOf(env.DefragName)
 	if err != nil {
