@@ -88,9 +88,9 @@ type Defrag struct {
 
 	picked     sim.Placement
 	pickedGain float64
-	feasible []bool
-	target   []scored // per node: best GPU choice for the picked task and its fragment change
-	nodeBuf  []int
+	feasible   []bool
+	target     []scored // per node: best GPU choice for the picked task and its fragment change
+	nodeBuf    []int
 }
 
 // NewDefrag wraps a cluster with its pending queue; the environment mutates the cluster.
