@@ -32,7 +32,36 @@ type trace struct {
 	model *sim.FragModel
 }
 
-// episodes builds training and held-out episodes from the configured mix.
+// episodeSource is one environment's episodes: the training draws, how a draw becomes an
+// episode, and the held-out evaluation. Rollouts and PPO updates are the same for every source.
+type episodeSource interface {
+	spec() env.Spec
+	// draw picks the next training episode.
+	draw(rng *rand.Rand) Draw
+	// start builds the episode d names.
+	start(d Draw) (episode, error)
+	// evaluate runs the policy greedily on the held-out episodes.
+	evaluate(pol policy, workers int) (heldOut, error)
+}
+
+// episode is an environment copy as a rollout steps it.
+type episode interface {
+	Observe(obs *env.Observation)
+	Step(a env.Action) (env.Result, error)
+	Done() bool
+	// outcome measures the episode where it stands (at its end, in a rollout).
+	outcome() episodeEnd
+}
+
+// newSource builds the episode source of the configured environment.
+func newSource(cfg config.Config) (episodeSource, error) {
+	if cfg.Finetune.Env == env.DefragName {
+		return newDefragEpisodes(cfg)
+	}
+	return newEpisodes(cfg.Finetune)
+}
+
+// episodes builds placement training and held-out episodes from the configured mix.
 type episodes struct {
 	nodes  []sim.Node
 	traces []trace
@@ -40,6 +69,30 @@ type episodes struct {
 	sizes  []int
 	tune   float64
 	opts   env.Options
+
+	evalSeeds []uint64
+	evalSize  int
+}
+
+// placementEpisode is an arrival sequence; its outcome is the GPU allocation.
+type placementEpisode struct{ *env.Arrivals }
+
+func (e placementEpisode) outcome() episodeEnd {
+	return episodeEnd{AllocPct: e.Cluster().Metrics().GPUAllocPct}
+}
+
+func (e *episodes) spec() env.Spec { s, _ := env.SpecOf(env.PlacementName); return s }
+
+func (e *episodes) start(d Draw) (episode, error) {
+	ep, err := e.build(d)
+	if err != nil {
+		return nil, err
+	}
+	return placementEpisode{ep}, nil
+}
+
+func (e *episodes) evaluate(pol policy, workers int) (heldOut, error) {
+	return evaluate(pol, e, e.evalSeeds, e.evalSize, workers)
 }
 
 func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {
@@ -73,6 +126,10 @@ func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {
 		return nil, fmt.Errorf("finetune.eval_cluster_size: %d nodes asked, %s has %d", cfg.EvalClusterSize, cfg.Nodes, len(nodes))
 	}
 	e.sizes = cfg.ClusterSizes
+	if e.evalSeeds, err = config.ParseSeeds(cfg.EvalSeeds); err != nil {
+		return nil, fmt.Errorf("finetune.eval_seeds: %w", err)
+	}
+	e.evalSize = cfg.EvalClusterSize
 	return e, nil
 }
 
@@ -105,16 +162,7 @@ func (e *episodes) workload(d Draw) (*sim.Cluster, []sim.Task, error) {
 		return nil, nil, fmt.Errorf("episode trace index %d out of range (%d traces)", d.Trace, len(e.traces))
 	}
 	tr := e.traces[d.Trace]
-	nodes := e.nodes
-	if d.Size > 0 && d.Size < len(nodes) {
-		idx := sim.RNG(d.Seed, streamSubset).Perm(len(nodes))[:d.Size]
-		slices.Sort(idx)
-		nodes = make([]sim.Node, d.Size)
-		for k, i := range idx {
-			nodes[k] = e.nodes[i]
-		}
-	}
-	c, err := sim.NewCluster(nodes, tr.model)
+	c, err := sim.NewCluster(e.nodesOf(d), tr.model)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,4 +172,18 @@ func (e *episodes) workload(d Draw) (*sim.Cluster, []sim.Task, error) {
 		return nil, nil, fmt.Errorf("%s: %w", tr.path, err)
 	}
 	return c, work, nil
+}
+
+// nodesOf is episode d's node list: a seeded subset of d.Size nodes in list order, or all.
+func (e *episodes) nodesOf(d Draw) []sim.Node {
+	if d.Size <= 0 || d.Size >= len(e.nodes) {
+		return e.nodes
+	}
+	idx := sim.RNG(d.Seed, streamSubset).Perm(len(e.nodes))[:d.Size]
+	slices.Sort(idx)
+	nodes := make([]sim.Node, d.Size)
+	for k, i := range idx {
+		nodes[k] = e.nodes[i]
+	}
+	return nodes
 }

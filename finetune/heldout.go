@@ -8,11 +8,13 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-// heldOut is a held-out evaluation: greedy decisions on whole-cluster episodes.
+// heldOut is a held-out evaluation: greedy decisions on whole-cluster episodes. Placement
+// reports the GPU allocation, defrag the plans' outcomes.
 type heldOut struct {
-	Seeds    []uint64  `json:"seeds"`
-	AllocPct []float64 `json:"alloc_gpu_pct"`
-	Mean     float64   `json:"mean_alloc_gpu_pct"`
+	Seeds    []uint64    `json:"seeds"`
+	AllocPct []float64   `json:"alloc_gpu_pct,omitempty"`
+	Mean     float64     `json:"mean_alloc_gpu_pct"`
+	Defrag   *defragHeld `json:"defrag,omitempty"`
 }
 
 func grow(buf *[]float32, n int) []float32 {
@@ -83,7 +85,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 	}
 	h := heldOut{Seeds: seeds}
 	for _, s := range p.slots {
-		a := s.ep.Cluster().Metrics().GPUAllocPct
+		a := s.ep.outcome().AllocPct
 		h.AllocPct = append(h.AllocPct, a)
 		h.Mean += a / float64(len(seeds))
 	}

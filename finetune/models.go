@@ -15,8 +15,15 @@ import (
 )
 
 // scratchValueScale sizes a fresh network's value head for returns of about 0.5 GPU per step
-// over the 1/(1-gamma) horizon, the scale a pretrained head learns from the data.
-func scratchValueScale(gamma float64) float64 { return 0.5 / (1 - gamma) }
+// over the 1/(1-gamma) horizon, the scale a pretrained placement head learns from the data.
+// A defrag episode ends within its budget and earns about 0.3 GPU per migration, so its
+// returns are a plan's total: 30, the scale of the behaviour-cloned greedy migrator's head.
+func scratchValueScale(envName string, gamma float64) float64 {
+	if envName == env.DefragName {
+		return 30
+	}
+	return 0.5 / (1 - gamma)
+}
 
 // models are the network being trained, the frozen pretrained policy the KL penalty refers
 // to, and the lineage the checkpoints record.
@@ -28,16 +35,12 @@ type models struct {
 	spec   env.Spec
 }
 
-func newModels(cfg config.Config, dev gotch.Device) (*models, error) {
-	spec, err := env.SpecOf(env.PlacementName)
-	if err != nil {
-		return nil, err
-	}
+func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, error) {
 	m := &models{cfg: cfg, spec: spec}
 	from := cfg.Finetune.From
 	if strings.EqualFold(from, "none") {
 		nn.Seed(cfg.Seed)
-		net, err := nn.NewNet(nn.NewArch(spec, cfg.Network, scratchValueScale(cfg.Finetune.Gamma)), dev)
+		net, err := nn.NewNet(nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma)), dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
 		}

@@ -37,20 +37,68 @@ type record struct {
 	StepsPerSec        float64  `json:"env_steps_per_s"`
 	RolloutStepsPerSec float64  `json:"rollout_env_steps_per_s"`
 	HeldOut            *float64 `json:"held_out_alloc_gpu_pct,omitempty"`
+
+	// Defrag episodes: the state the plan left, averaged over the episodes that ended.
+	EpisodeFragRatio   *float64 `json:"episode_frag_ratio_pct,omitempty"`
+	EpisodePendingGPUs *float64 `json:"episode_pending_gpus_placed,omitempty"`
+	EpisodeMigrations  *float64 `json:"episode_migrations,omitempty"`
+	// Defrag held-out plans (greedy decoding on the eval seeds' states): means over seeds.
+	HeldOutFragBefore  *float64 `json:"held_out_frag_ratio_pct_before,omitempty"`
+	HeldOutFragAfter   *float64 `json:"held_out_frag_ratio_pct,omitempty"`
+	HeldOutPending     *float64 `json:"held_out_pending_placed,omitempty"`
+	HeldOutPendingGPUs *float64 `json:"held_out_pending_gpus_placed,omitempty"`
+	HeldOutMigrations  *float64 `json:"held_out_migrations,omitempty"`
+	HeldOutReward      *float64 `json:"held_out_reward,omitempty"`
 }
 
 func (r *record) setEpisodes(ended []episodeEnd) {
 	if len(ended) == 0 {
 		return
 	}
-	var ret, alloc float64
+	var ret, alloc, frag, pending, migrations float64
 	for _, e := range ended {
 		ret += e.Return
 		alloc += e.AllocPct
+		frag += e.FragRatioPct
+		pending += e.PendingGPUs
+		migrations += float64(e.Migrations)
 	}
 	n := float64(len(ended))
 	ret, alloc = ret/n, alloc/n
-	r.EpisodicReturn, r.EpisodeAllocPct = &ret, &alloc
+	r.EpisodicReturn = &ret
+	if !ended[0].defrag {
+		r.EpisodeAllocPct = &alloc
+		return
+	}
+	frag, pending, migrations = frag/n, pending/n, migrations/n
+	r.EpisodeFragRatio, r.EpisodePendingGPUs, r.EpisodeMigrations = &frag, &pending, &migrations
+}
+
+// setHeldOut adds a held-out evaluation's means.
+func (r *record) setHeldOut(h heldOut) {
+	if h.Defrag == nil {
+		r.HeldOut = &h.Mean
+		return
+	}
+	m := h.Defrag.Mean
+	r.HeldOutFragBefore, r.HeldOutFragAfter, r.HeldOutPending = &m.FragRatioBefore, &m.FragRatioAfter, &m.PendingPlaced
+	r.HeldOutPendingGPUs, r.HeldOutMigrations, r.HeldOutReward = &m.PendingGPUs, &m.Migrations, &m.Reward
+}
+
+// fields are the means by their record names (held_out_ dropped).
+func (m defragMeans) fields() map[string]float64 {
+	return map[string]float64{"frag_ratio_pct_before": m.FragRatioBefore, "frag_ratio_pct": m.FragRatioAfter,
+		"pending_placed": m.PendingPlaced, "pending_gpus_placed": m.PendingGPUs, "migrations": m.Migrations, "reward": m.Reward}
+}
+
+// logArgs are a held-out evaluation's means for the log.
+func (h heldOut) logArgs() []any {
+	if h.Defrag == nil {
+		return []any{"mean_alloc_gpu_pct", h.Mean}
+	}
+	m := h.Defrag.Mean
+	return []any{"frag_ratio_pct_before", m.FragRatioBefore, "frag_ratio_pct_after", m.FragRatioAfter,
+		"pending_placed", m.PendingPlaced, "pending_gpus_placed", m.PendingGPUs, "migrations", m.Migrations, "reward", m.Reward}
 }
 
 func finite(x float64) *float64 {
@@ -63,14 +111,22 @@ func finite(x float64) *float64 {
 func (r record) logArgs() []any {
 	args := []any{"update", r.Update, "env_steps", r.EnvSteps, "lr", r.LR, "kl_coef", r.KLCoef,
 		"kl_pretrained", r.KLRef, "clip_frac", r.ClipFrac, "entropy", r.Entropy, "steps_per_s", math.Round(r.StepsPerSec)}
-	if r.EpisodicReturn != nil {
+	if r.EpisodeAllocPct != nil {
 		args = append(args, "episodes", r.Episodes, "episodic_return", *r.EpisodicReturn, "episode_alloc_gpu_pct", *r.EpisodeAllocPct)
+	}
+	if r.EpisodeFragRatio != nil {
+		args = append(args, "episodes", r.Episodes, "episodic_return", *r.EpisodicReturn, "episode_frag_ratio_pct", *r.EpisodeFragRatio,
+			"episode_pending_gpus_placed", *r.EpisodePendingGPUs, "episode_migrations", *r.EpisodeMigrations)
 	}
 	if r.ExplainedVar != nil {
 		args = append(args, "explained_variance", *r.ExplainedVar)
 	}
 	if r.HeldOut != nil {
 		args = append(args, "held_out_alloc_gpu_pct", *r.HeldOut)
+	}
+	if r.HeldOutFragAfter != nil {
+		args = append(args, "held_out_frag_ratio_pct", *r.HeldOutFragAfter, "held_out_pending_placed", *r.HeldOutPending,
+			"held_out_pending_gpus_placed", *r.HeldOutPendingGPUs, "held_out_migrations", *r.HeldOutMigrations, "held_out_reward", *r.HeldOutReward)
 	}
 	return args
 }

@@ -16,22 +16,28 @@ import (
 // of their Draw).
 type slot struct {
 	draw    Draw
-	ep      *env.Arrivals
+	ep      episode
 	actions []int32
 	ret     float64
 	obs     env.Observation
 	rows    compactor
 }
 
-// episodeEnd is a finished training episode's outcome.
+// episodeEnd is a finished training episode's outcome: its return and, by environment, the
+// GPU allocation (placement) or the state the plan left (defrag).
 type episodeEnd struct {
 	Return   float64
 	AllocPct float64
+
+	defrag       bool
+	FragRatioPct float64 // fragment as a share of idle GPU
+	PendingGPUs  float64 // pending GPU work placeable
+	Migrations   int
 }
 
 // pool steps environment copies on a fixed number of goroutines.
 type pool struct {
-	eps     *episodes
+	eps     episodeSource
 	slots   []*slot
 	workers int
 }
@@ -65,7 +71,7 @@ func (p *pool) parallel(f func(i int, s *slot) error) error {
 
 // start puts s at the beginning of episode d, or at its decision after replaying actions.
 func (p *pool) start(s *slot, d Draw, actions []int32) error {
-	ep, err := p.eps.build(d)
+	ep, err := p.eps.start(d)
 	if err != nil {
 		return err
 	}
@@ -185,7 +191,9 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 		slices.Sort(done)
 		for _, e := range done {
 			s := p.slots[e]
-			r.ended = append(r.ended, episodeEnd{Return: s.ret, AllocPct: s.ep.Cluster().Metrics().GPUAllocPct})
+			end := s.ep.outcome()
+			end.Return = s.ret
+			r.ended = append(r.ended, end)
 		}
 		if err := p.startFresh(done, rng); err != nil {
 			return err

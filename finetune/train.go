@@ -1,14 +1,14 @@
-// Package finetune improves a behaviour-cloned placement policy with PPO in the simulator:
-// invalid-action masking, GAE, clipped surrogate, value loss, entropy bonus, a decaying KL
-// penalty towards the pretrained policy, Adam with gradient clipping and learning-rate
-// annealing. Environment copies step on goroutines with one batched forward per step; the
-// network runs on the configured device and the simulator on the CPU. Runs checkpoint every
-// few updates and resume after a kill with the weights an uninterrupted run would reach.
+// Package finetune improves a behaviour-cloned policy with PPO in the simulator's placement or
+// defrag environment: invalid-action masking, GAE, clipped surrogate, value loss, entropy
+// bonus, a decaying KL penalty towards the pretrained policy, Adam with gradient clipping and
+// learning-rate annealing. Environment copies step on goroutines with one batched forward per
+// step; the network runs on the configured device and the simulator on the CPU. Runs
+// checkpoint every few updates and resume after a kill with the weights an uninterrupted run
+// would reach.
 package finetune
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -42,10 +42,13 @@ type Result struct {
 	// (held-out evaluations excluded).
 	StepsPerSecond float64 `json:"env_steps_per_second"`
 	Start, Final   heldOut `json:"-"`
-	StartMean      float64 `json:"start_mean_alloc_gpu_pct"`
-	FinalMean      float64 `json:"final_mean_alloc_gpu_pct"`
-	Resumed        bool    `json:"resumed"`
-	Complete       bool    `json:"complete"`
+	StartMean      float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
+	FinalMean      float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
+	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
+	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
+	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
+	Resumed     bool         `json:"resumed"`
+	Complete    bool         `json:"complete"`
 }
 
 // Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
@@ -63,15 +66,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	eps, err := newEpisodes(fc)
+	eps, err := newSource(cfg)
 	if err != nil {
 		return Result{}, err
 	}
-	heldSeeds, err := config.ParseSeeds(fc.EvalSeeds)
-	if err != nil {
-		return Result{}, fmt.Errorf("finetune.eval_seeds: %w", err)
-	}
-	m, err := newModels(cfg, dev)
+	m, err := newModels(cfg, eps.spec(), dev)
 	if err != nil {
 		return Result{}, err
 	}
@@ -105,12 +104,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	}
 	defer rec.close()
 	if len(st.Evals) == 0 {
-		h, err := evaluate(m.pol, eps, heldSeeds, fc.EvalClusterSize, workers)
+		h, err := eps.evaluate(m.pol, workers)
 		if err != nil {
 			return res, err
 		}
 		st.Evals = append(st.Evals, evalPoint{Update: 0, Held: h})
-		log.Info("finetune held-out start", "mean_alloc_gpu_pct", h.Mean, "seeds", fc.EvalSeeds)
+		log.Info("finetune held-out start", append(h.logArgs(), "seeds", fc.EvalSeeds)...)
 	}
 	res.Start = st.Evals[0].Held
 
@@ -171,12 +170,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		line.ExplainedVar = finite(stats.ExplainedVar)
 		last := st.Update == updates
 		if last || (fc.EvalEvery > 0 && st.Update%fc.EvalEvery == 0) {
-			h, err := evaluate(m.pol, eps, heldSeeds, fc.EvalClusterSize, workers)
+			h, err := eps.evaluate(m.pol, workers)
 			if err != nil {
 				return res, err
 			}
 			st.Evals = append(st.Evals, evalPoint{Update: st.Update, EnvSteps: st.EnvSteps, Held: h})
-			line.HeldOut = &h.Mean
+			line.setHeldOut(h)
 		}
 		if err := rec.write(line); err != nil {
 			return res, err
@@ -202,12 +201,20 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	res.StartMean = res.Start.Mean
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	res.FinalMean = res.Final.Mean
+	metrics := map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
+		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
+	if res.Start.Defrag != nil {
+		res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
+		metrics = map[string]float64{"env_steps": float64(res.EnvSteps)}
+		for k, v := range res.FinalDefrag.fields() {
+			metrics["final_"+k] = v
+		}
+	}
 	if st.Update < updates {
 		return res, nil
 	}
 	res.Complete = true
-	if err := m.final(fc.Out, st, map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
-		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}); err != nil {
+	if err := m.final(fc.Out, st, metrics); err != nil {
 		return res, err
 	}
 	return res, nil

@@ -36,6 +36,12 @@ func LoadDefragPolicy(dir string, dev gotch.Device) (*DefragPolicy, error) {
 	return &DefragPolicy{Net: net, Manifest: m, Label: "model", dev: dev}, nil
 }
 
+// NewDefragPolicy plans with net, a defrag network on dev (e.g. one being fine-tuned: the
+// plans use its weights as they are when each plan is made).
+func NewDefragPolicy(net *Net, dev gotch.Device, label string) *DefragPolicy {
+	return &DefragPolicy{Net: net, Label: label, dev: dev}
+}
+
 // Name is the planning method's name.
 func (p *DefragPolicy) Name() string { return p.Label }
 

@@ -21,14 +21,16 @@ func init() {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "finetune",
-		Short: "PPO in the placement simulator from a behaviour-cloned checkpoint (or from scratch)",
+		Short: "PPO in the placement or defrag simulator from a behaviour-cloned checkpoint (or from scratch)",
 		Long: "Fine-tunes the checkpoint --from (\"none\": a fresh network, same budget) with PPO in the\n" +
-			"placement environment over the config's episode mix, evaluating greedily on the held-out\n" +
+			"environment finetune.env (placement: arrival episodes; defrag: migration plans on fragmented\n" +
+			"starting states) over the config's episode mix, evaluating greedily on the held-out\n" +
 			"seeds. --out becomes the fine-tuned checkpoint; it also holds the run record\n" +
 			"(metrics.jsonl) and resumable checkpoints: rerunning the same command after a crash or\n" +
 			"kill continues from the last one. Flags override the config's finetune section.",
 		Example: "  schedrl finetune --config configs/default.yaml --from runs/pretrain --out runs/finetune\n" +
-			"  schedrl finetune --from none --out runs/finetune-scratch",
+			"  schedrl finetune --from none --out runs/finetune-scratch\n" +
+			"  schedrl finetune --config configs/defrag.yaml --from runs/defrag-bc --out runs/defrag-ppo",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -60,6 +62,13 @@ func init() {
 			}
 			if asJSON {
 				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+			}
+			if s, e := res.StartDefrag, res.FinalDefrag; s != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
+					"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)\n",
+					res.Dir, s.FragRatioBefore, s.FragRatioAfter, e.FragRatioAfter, s.PendingGPUs, e.PendingGPUs,
+					s.Migrations, e.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds)
+				return nil
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% after %d env steps (%.0f steps/s, %.0f s)\n",
 				res.Dir, res.StartMean, res.FinalMean, res.EnvSteps, res.StepsPerSecond, res.Seconds)
