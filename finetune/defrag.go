@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 
@@ -16,7 +17,8 @@ import (
 // defragEpisodes are migration episodes: a draw names a fragmented starting state (the
 // trace's arrival protocol on the draw's seeded sub-cluster, then departures and a pending
 // queue, defrag.StateOf), wrapped in env.Defrag. A state takes up to 2 s to build on the full
-// cluster, so each is built once and cloned per episode.
+// cluster, so each is built once and cloned per episode. A migration budget given as a count
+// is for the whole node list; a sub-cluster's is scaled by its share of the nodes.
 type defragEpisodes struct {
 	base   *episodes        // node list, traces, training seeds and sizes, tune
 	states defrag.StateSpec // the starting states' protocol; Seed and Pods come per draw
@@ -99,7 +101,13 @@ func (e *defragEpisodes) build(d Draw, st *startState) error {
 	if st.c, st.pending, err = snap.Build(); err != nil {
 		return fmt.Errorf("defrag state %+v: %w", d, err)
 	}
-	st.budget = defrag.BudgetFor(e.budget, st.c.Running())
+	budget := e.budget
+	if budget >= 1 && len(nodes) < len(e.base.nodes) {
+		// A count is sized for the whole node list: a sub-cluster gets its share, so
+		// migrations per node stay those of the full-cluster setting.
+		budget = max(1, math.Round(budget*float64(len(nodes))/float64(len(e.base.nodes))))
+	}
+	st.budget = defrag.BudgetFor(budget, st.c.Running())
 	return nil
 }
 
