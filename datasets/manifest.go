@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/schedrl/schedrl/internal/digest"
 )
 
 // ManifestFile is the name of the manifest inside a dataset directory.
@@ -138,7 +140,7 @@ func (m *Manifest) Verify(dir string) error {
 	}
 	files = append(files, m.Contexts...)
 	for _, f := range files {
-		sum, n, err := hashFile(filepath.Join(dir, filepath.FromSlash(f.Path)))
+		sum, n, err := digest.File(filepath.Join(dir, filepath.FromSlash(f.Path)))
 		if err != nil {
 			return fmt.Errorf("dataset %s: %w", dir, err)
 		}

@@ -129,18 +129,3 @@ func (s *shardWriter) finish() ([]ShardInfo, error) {
 	}
 	return s.shards, nil
 }
-
-// hashFile returns the sha256 and size of a file.
-func hashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}

@@ -5,11 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"sort"
+
+	"github.com/schedrl/schedrl/internal/digest"
 )
 
 // keyVersion changes when the way keys are computed changes, so old caches are not reused.
@@ -70,7 +70,7 @@ func hashTree(dir string) ([]FileEntry, string, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file (stage outputs hold only files and directories)", path)
 		}
-		sum, size, err := hashFile(path)
+		sum, size, err := digest.File(path)
 		if err != nil {
 			return err
 		}
@@ -88,22 +88,8 @@ func hashTree(dir string) ([]FileEntry, string, error) {
 	return files, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-func hashFile(path string) (string, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", 0, err
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return "", 0, fmt.Errorf("read %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), n, nil
-}
-
 // HashFile returns the hex sha256 of a file; used for the code revision of a binary.
 func HashFile(path string) (string, error) {
-	sum, _, err := hashFile(path)
+	sum, _, err := digest.File(path)
 	return sum, err
 }

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/digest"
 )
 
 // FormatVersion is the manifest format this package writes and reads.
@@ -148,12 +148,7 @@ func Parse(data []byte) (Manifest, error) {
 
 // VerifyFile checks that the file at name has f's size and sha256.
 func VerifyFile(name string, f File) error {
-	fh, err := os.Open(name)
-	if err != nil {
-		return fmt.Errorf("checkpoint file %s: %w", name, err)
-	}
-	defer fh.Close()
-	size, sum, err := hashReader(fh)
+	sum, size, err := digest.File(name)
 	if err != nil {
 		return fmt.Errorf("checkpoint file %s: %w", name, err)
 	}
@@ -261,12 +256,7 @@ func hashDir(dir string) ([]File, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("checkpoint file %s: not a regular file", p)
 		}
-		fh, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer fh.Close()
-		size, sum, err := hashReader(fh)
+		sum, size, err := digest.File(p)
 		if err != nil {
 			return fmt.Errorf("checkpoint file %s: %w", p, err)
 		}
@@ -278,15 +268,6 @@ func hashDir(dir string) ([]File, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	return files, nil
-}
-
-func hashReader(r io.Reader) (int64, string, error) {
-	h := sha256.New()
-	n, err := io.Copy(h, r)
-	if err != nil {
-		return 0, "", err
-	}
-	return n, hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // decodeError turns a JSON decoding error into one naming the line and column.
