@@ -41,6 +41,9 @@ func ReadCurve(label, dir string) (Curve, error) {
 		return Curve{}, fmt.Errorf("%s: %w", filepath.Join(ck, stateFile), err)
 	}
 	c := Curve{Label: label}
+	if len(st.Evals) > 0 && st.Evals[0].Held.Defrag != nil {
+		return Curve{}, fmt.Errorf("%s: a defrag run has no held-out GPU allocation to plot (its plans are in metrics.jsonl)", dir)
+	}
 	for _, e := range st.Evals {
 		c.EnvSteps = append(c.EnvSteps, e.EnvSteps)
 		c.AllocPct = append(c.AllocPct, e.Held.Mean)
