@@ -24,7 +24,9 @@ type DatasetsConfig struct {
 	RowGroupRows int `mapstructure:"row_group_rows" yaml:"row_group_rows"`
 	// Workers replay logs in parallel; 0 means one per CPU.
 	Workers int `mapstructure:"workers" yaml:"workers"`
-	// Reward = RewardPlaced x GPUs placed - RewardFragment x fragment added (in GPUs).
+	// Reward = RewardPlaced x GPUs placed - RewardFragment x fragment added (in GPUs), for
+	// placement; defrag datasets take their reward weights from the defrag section and each
+	// episode's budget and placer from its log.
 	RewardPlaced   float64 `mapstructure:"reward_placed" yaml:"reward_placed"`
 	RewardFragment float64 `mapstructure:"reward_fragment" yaml:"reward_fragment"`
 	// Gamma discounts the stored return-to-go (use the same value as PPO).
