@@ -39,10 +39,16 @@ func NewAdam(params []ts.NamedTensor, cfg AdamConfig) *Adam {
 // Steps is the number of updates applied so far.
 func (a *Adam) Steps() int64 { return a.step }
 
-// ZeroGrad clears the gradients before a backward pass.
+// ZeroGrad clears the gradients before a backward pass. (gotch's Tensor.ZeroGrad leaks the
+// gradient's handle on every call.)
 func (a *Adam) ZeroGrad() {
 	for _, p := range a.params {
-		p.ZeroGrad()
+		g := p.MustGrad(false)
+		if g.MustDefined() {
+			g.MustDetach_()
+			g.MustZero_()
+		}
+		g.MustDrop()
 	}
 }
 

@@ -151,7 +151,9 @@ func (n *Net) Forward(in *Input) Output {
 	prod := h.MustMul(teRow, false)
 	teRow.MustDrop()
 	h.MustDrop()
-	s = s.MustAdd(n.scoreInteraction.forward(prod, true), true)
+	inter := n.scoreInteraction.forward(prod, true)
+	s = s.MustAdd(inter, true)
+	inter.MustDrop()
 	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true) // [B, 1, HH]
 	s = s.MustAdd(perSample, true).MustRelu(true)
 	perSample.MustDrop()

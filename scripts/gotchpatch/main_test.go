@@ -37,7 +37,7 @@ func TestPatchFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(sample), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, err := patchFile(path)
+	n, _, err := patchFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,5 +60,21 @@ func TestPatchFile(t *testing.T) {
 	}
 	if strings.Contains(got, "malloc(0)") {
 		t.Errorf("malloc(0) left:\n%s", got)
+	}
+}
+
+func TestFixTensorWrapper(t *testing.T) {
+	src := "func newTensor() *Tensor {\n\tx := new(Tensor)\n\tx.d = new(bigStruct)\n\treturn x\n}\n\n" +
+		"func (ts *Tensor) Float64Values() []float64 {\n\tfloat64Ts := ts.MustTotype(gotch.Double, false)\n\t// float64Ts.MustDrop()\n\treturn nil\n}\n"
+	out, n := fixTensorWrapper([]byte(src))
+	if n != 2 {
+		t.Errorf("%d fixes, want 2", n)
+	}
+	got := string(out)
+	if strings.Contains(got, "bigStruct") || !strings.Contains(got, "\tfloat64Ts.MustDrop()\n") {
+		t.Errorf("fixed source:\n%s", got)
+	}
+	if _, n := fixTensorWrapper(out); n != 0 {
+		t.Errorf("fixed source fixed again: %d", n)
 	}
 }
