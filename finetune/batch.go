@@ -79,13 +79,13 @@ func newBatch(arch nn.Arch, samples []*sample, dev gotch.Device) *batch {
 	B, N := int64(b), int64(width)
 	return &batch{
 		in: &nn.Input{
-			Nodes:  tensorOf(nodes, []int64{B, N, int64(nd)}, dev),
-			Task:   tensorOf(task, []int64{B, int64(arch.TaskDim)}, dev),
-			Global: tensorOf(global, []int64{B, int64(arch.GlobalDim)}, dev),
-			Mask:   tensorOf(mask, []int64{B, N}, dev),
-			Valid:  tensorOf(valid, []int64{B, N}, dev),
+			Nodes:  nn.HostTensor(nodes, []int64{B, N, int64(nd)}, dev),
+			Task:   nn.HostTensor(task, []int64{B, int64(arch.TaskDim)}, dev),
+			Global: nn.HostTensor(global, []int64{B, int64(arch.GlobalDim)}, dev),
+			Mask:   nn.HostTensor(mask, []int64{B, N}, dev),
+			Valid:  nn.HostTensor(valid, []int64{B, N}, dev),
 		},
-		logCount: tensorOf(logCount, []int64{B, N}, dev),
+		logCount: nn.HostTensor(logCount, []int64{B, N}, dev),
 		width:    width,
 	}
 }
@@ -100,12 +100,4 @@ func (b *batch) drop() {
 // multiplicity, normalised.
 func (b *batch) logProbs(logits *ts.Tensor) *ts.Tensor {
 	return logits.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
-}
-
-func tensorOf[T float32 | int64 | bool](data []T, shape []int64, dev gotch.Device) *ts.Tensor {
-	t := ts.MustOfSlice(data).MustView(shape, true)
-	if dev != gotch.CPU {
-		t = t.MustTo(dev, true)
-	}
-	return t
 }

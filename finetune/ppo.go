@@ -149,8 +149,8 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 			t.MustDrop()
 		}
 	}()
-	vec := func(x []float32) *ts.Tensor { return hold(tensorOf(x, []int64{int64(len(x))}, dev)) }
-	act := hold(ts.MustOfSlice(actions).MustTo(dev, true).MustView([]int64{int64(len(idx)), 1}, true))
+	vec := func(x []float32) *ts.Tensor { return hold(nn.HostTensor(x, []int64{int64(len(x))}, dev)) }
+	act := hold(nn.HostTensor(actions, []int64{int64(len(idx)), 1}, dev))
 
 	out := l.pol.net.Forward(b.in)
 	// The value loss is taken in the head's own units (returns / ValueScale): in return units
@@ -224,7 +224,7 @@ func paddedRows(rows [][]float32, width int, dev gotch.Device) *ts.Tensor {
 	for i, r := range rows {
 		copy(data[i*width:], r)
 	}
-	return tensorOf(data, []int64{int64(len(rows)), int64(width)}, dev)
+	return nn.HostTensor(data, []int64{int64(len(rows)), int64(width)}, dev)
 }
 
 func scalar(t *ts.Tensor) float64 {

@@ -87,11 +87,11 @@ func (r *NodeRows) Expand(rowValues, dst []float32) []float32 {
 func (r *NodeRows) Input(merged *env.Observation, nodeDim int, dev gotch.Device) *Input {
 	rows := int64(merged.NumNodes)
 	return &Input{
-		Nodes:  tensor(merged.Nodes, []int64{1, rows, int64(nodeDim)}, dev),
-		Task:   tensor(merged.Task, []int64{1, int64(len(merged.Task))}, dev),
-		Global: tensor(merged.Global, []int64{1, int64(len(merged.Global))}, dev),
-		Mask:   tensor(merged.Mask, []int64{1, rows}, dev),
-		Valid:  tensor(r.Count, []int64{1, rows}, dev),
+		Nodes:  HostTensor(merged.Nodes, []int64{1, rows, int64(nodeDim)}, dev),
+		Task:   HostTensor(merged.Task, []int64{1, int64(len(merged.Task))}, dev),
+		Global: HostTensor(merged.Global, []int64{1, int64(len(merged.Global))}, dev),
+		Mask:   HostTensor(merged.Mask, []int64{1, rows}, dev),
+		Valid:  HostTensor(r.Count, []int64{1, rows}, dev),
 	}
 }
 

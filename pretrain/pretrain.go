@@ -175,9 +175,9 @@ func (t *trainer) step(b *datasets.Batch) stepLoss {
 	hb := hostBatch(b)
 	in := hb.Tensors(t.dev)
 	defer in.Drop()
-	action := ts.MustOfSlice(widen(b.Action[:b.Size])).MustView([]int64{int64(b.Size), 1}, true).MustTo(t.dev, true)
+	action := nn.HostTensor(widen(b.Action[:b.Size]), []int64{int64(b.Size), 1}, t.dev)
 	defer action.MustDrop()
-	rtg := ts.MustOfSlice(b.ReturnToGo[:b.Size]).MustTo(t.dev, true)
+	rtg := nn.HostTensor(b.ReturnToGo[:b.Size], []int64{int64(b.Size)}, t.dev)
 	defer rtg.MustDrop()
 
 	var l stepLoss
