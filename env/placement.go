@@ -61,7 +61,20 @@ type Placement struct {
 	shape int32   // the task's shape id in cache
 	class []int32 // per node: its (GPU count, type) id in cache
 	cache *ScoreCache
+	// memo holds, per task shape, each node's score and the node version it was taken at,
+	// so a decision rescores only the nodes changed since the shape was last seen (as FGD's
+	// own cache does) instead of hashing every feasible node's content.
+	memo map[int32][]memoEntry
 }
+
+type memoEntry struct {
+	version uint64 // the node's version + 1; 0: empty
+	s       scored
+}
+
+// memoShapes bounds the shapes memo keeps (a few hundred occur in a trace); it is cleared
+// when full.
+const memoShapes = 512
 
 // norms are the cluster-relative constants features are divided by.
 type norms struct {
@@ -89,6 +102,7 @@ func NewPlacement(c *sim.Cluster, opts Options) *Placement {
 // clusters with the same fragmentation model may share (sequentially, not concurrently).
 func (p *Placement) ShareCache(k *ScoreCache) {
 	p.cache = k
+	p.memo = map[int32][]memoEntry{} // shape ids are k's
 	p.class = grow(p.class, p.c.NumNodes())
 	for i := range p.class {
 		p.class[i] = k.class(p.c.Node(i))
@@ -136,9 +150,20 @@ func (p *Placement) scoreAll() {
 		p.allowed[i] = p.c.Allowed(p.task, i)
 	}
 	clear(p.delta)
+	row := p.memo[p.shape]
+	if row == nil {
+		if len(p.memo) >= memoShapes {
+			clear(p.memo)
+		}
+		row = make([]memoEntry, p.c.NumNodes())
+		p.memo[p.shape] = row
+	}
 	for _, i := range p.feasibleIdx {
-		s, _ := p.score(i)
-		p.delta[i] = s.delta
+		if v := p.c.NodeVersion(i) + 1; row[i].version != v {
+			s, _ := p.score(i)
+			row[i] = memoEntry{version: v, s: s}
+		}
+		p.delta[i] = row[i].s.delta
 	}
 }
 
