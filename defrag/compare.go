@@ -61,22 +61,32 @@ func NewPlanners(names []string) ([]Planner, error) {
 	return out, nil
 }
 
+// seedProblem makes the state of base at seed and the problem of planning it at budget (a
+// count >= 1 or a fraction of the running tasks).
+func seedProblem(base StateSpec, seed uint64, placer string, opts env.DefragOptions, budget float64) (sim.SnapshotFile, Problem, error) {
+	spec := base
+	spec.Seed = seed
+	snap, err := MakeState(spec)
+	if err != nil {
+		return snap, Problem{}, fmt.Errorf("seed %d: %w", seed, err)
+	}
+	pr, err := NewProblem(snap, placer, opts)
+	if err != nil {
+		return snap, Problem{}, fmt.Errorf("seed %d: %w", seed, err)
+	}
+	pr.Options.Budget = BudgetFor(budget, pr.Cluster.Running())
+	return snap, pr, nil
+}
+
 // Compare makes the state of each seed and plans it with every planner at the same budget.
 // budget is a count (>= 1) or a fraction of the running tasks.
 func Compare(base StateSpec, seeds []uint64, planners []Planner, placer string, opts env.DefragOptions, budget float64, samples int) ([]Row, error) {
 	var rows []Row
 	for _, seed := range seeds {
-		spec := base
-		spec.Seed = seed
-		snap, err := MakeState(spec)
+		_, pr, err := seedProblem(base, seed, placer, opts, budget)
 		if err != nil {
-			return nil, fmt.Errorf("seed %d: %w", seed, err)
+			return nil, err
 		}
-		pr, err := NewProblem(snap, placer, opts)
-		if err != nil {
-			return nil, fmt.Errorf("seed %d: %w", seed, err)
-		}
-		pr.Options.Budget = BudgetFor(budget, pr.Cluster.Running())
 		for _, planner := range planners {
 			plan, err := Best(pr, planner, samples, seed)
 			if err != nil {

@@ -31,17 +31,10 @@ func Demos(base StateSpec, seeds []uint64, method, placer string, opts env.Defra
 	}
 	var runs []DemoRun
 	for _, seed := range seeds {
-		spec := base
-		spec.Seed = seed
-		snap, err := MakeState(spec)
+		snap, pr, err := seedProblem(base, seed, placer, opts, budget)
 		if err != nil {
-			return nil, fmt.Errorf("seed %d: %w", seed, err)
+			return nil, err
 		}
-		pr, err := NewProblem(snap, placer, opts)
-		if err != nil {
-			return nil, fmt.Errorf("seed %d: %w", seed, err)
-		}
-		pr.Options.Budget = BudgetFor(budget, pr.Cluster.Running())
 		plan, err := Best(pr, planner, 1, seed)
 		if err != nil {
 			return nil, fmt.Errorf("seed %d: %w", seed, err)
