@@ -39,16 +39,11 @@ func init() {
 			if err != nil {
 				return err
 			}
-			resolve, cleanup := policyResolver(cfg, slog.Default())
+			p, rev, cleanup, err := buildPipeline(cfg)
+			if err != nil {
+				return err
+			}
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
-			if err != nil {
-				return err
-			}
-			rev, err := pipeline.CodeRevision()
-			if err != nil {
-				return err
-			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			rec, runErr := p.Run(ctx, pipeline.Options{
@@ -85,16 +80,11 @@ func init() {
 			} else {
 				fmt.Fprintf(out, "no run recorded under %s yet\n", cfg.Pipeline.Dir)
 			}
-			resolve, cleanup := policyResolver(cfg, slog.Default())
+			p, rev, cleanup, err := buildPipeline(cfg)
+			if err != nil {
+				return err
+			}
 			defer cleanup()
-			p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
-			if err != nil {
-				return err
-			}
-			rev, err := pipeline.CodeRevision()
-			if err != nil {
-				return err
-			}
 			plan, err := p.Plan(pipeline.Options{Dir: cfg.Pipeline.Dir, CodeRevision: rev, Log: slog.Default()})
 			if err != nil {
 				return err
@@ -121,6 +111,21 @@ func init() {
 		pipelineCmd.AddCommand(c)
 	}
 	rootCmd.AddCommand(pipelineCmd)
+}
+
+// buildPipeline is the stage graph of cfg and the code revision its keys use; cleanup
+// removes the registry versions eval's policy resolver pulled.
+func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
+	resolve, cleanup := policyResolver(cfg, slog.Default())
+	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
+	if err == nil {
+		var rev string
+		if rev, err = pipeline.CodeRevision(); err == nil {
+			return p, rev, cleanup, nil
+		}
+	}
+	cleanup()
+	return nil, "", nil, err
 }
 
 func loadPipelineConfig(cmd *cobra.Command) (config.Config, string, error) {
