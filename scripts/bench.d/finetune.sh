@@ -9,5 +9,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 make --no-print-directory torch >&2
 echo "finetune: PPO on the 1213-node cluster, $(nproc) CPUs, load $(cut -d' ' -f1 /proc/loadavg)"
 FINETUNE_BENCH_THREADS="${THREADS:-1}" GOWORK="$PWD/.deps/go.work" CGO_ENABLED=1 \
-	go test ./finetune/ -run '^$' -bench '^BenchmarkPPOFullCluster$' -benchtime "${UPDATES:-3}x" 2>/dev/null |
+	go test ./finetune/ -run '^$' -bench '^BenchmarkPPOFullCluster$' -benchtime "${UPDATES:-66}x" 2>/dev/null |
 	grep -E '^Benchmark|env-steps'
