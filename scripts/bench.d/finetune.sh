@@ -2,7 +2,9 @@
 # Throughput of PPO fine-tuning on the full 1213-node openb cluster: rollouts (8 env copies,
 # batched forward) and updates together, held-out evaluation excluded, in environment
 # steps per second. THREADS sets libtorch's intra-op threads (default 1: on two shared cores
-# OpenMP's spinning threads cost more than they give); UPDATES the number of PPO updates.
+# OpenMP's spinning threads cost more than they give; 2 is faster on a quiet machine); UPDATES
+# the number of PPO updates (default 66: one whole episode per env copy; early updates see a
+# nearly idle cluster and run 3x faster than the average).
 #   bash scripts/bench.d/finetune.sh
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
