@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/sugarme/gotch"
 	lib "github.com/sugarme/gotch/libtch"
 	"github.com/sugarme/gotch/ts"
 
@@ -122,7 +121,7 @@ func (s *scorer) data(v []float32, rows, cols int64) lib.Ctensor {
 	if len(v) == 0 {
 		v = []float32{0} // cannot happen for a real observation; keep the pointer valid
 	}
-	t := lib.AtTensorOfData(unsafe.Pointer(&v[0]), s.dims, 2, 4, int(gotch.Float.CKind()))
+	t := hostData(v, s.dims)
 	s.live = append(s.live, t)
 	return t
 }

@@ -104,18 +104,10 @@ func (in *Input) Drop() {
 // the data straight from the slice (gotch's OfSlice first re-encodes it value by value, 5% of
 // a PPO run's CPU).
 func HostTensor[T float32 | bool | int64](data []T, shape []int64, dev gotch.Device) *ts.Tensor {
-	kind := gotch.Float
-	switch any(data).(type) {
-	case []bool:
-		kind = gotch.Bool
-	case []int64:
-		kind = gotch.Int64
-	}
 	if len(data) == 0 { // libtorch cannot take an empty host buffer; make the empty shape directly
-		return ts.MustZeros(shape, kind, dev)
+		return ts.MustZeros(shape, kindOf[T](), dev)
 	}
-	c := lib.AtTensorOfData(unsafe.Pointer(&data[0]), shape, uint(len(shape)), uint(unsafe.Sizeof(data[0])), int(kind.CKind()))
-	runtime.KeepAlive(data)
+	c := hostData(data, shape)
 	if err := ts.TorchErr(); err != nil {
 		panic(fmt.Sprintf("host tensor of shape %v: %v", shape, err))
 	}
@@ -124,6 +116,24 @@ func HostTensor[T float32 | bool | int64](data []T, shape []int64, dev gotch.Dev
 		t = t.MustTo(dev, true)
 	}
 	return t
+}
+
+// hostData is a new libtorch tensor of the given shape holding a copy of data (not empty).
+func hostData[T float32 | bool | int64](data []T, shape []int64) lib.Ctensor {
+	c := lib.AtTensorOfData(unsafe.Pointer(&data[0]), shape, uint(len(shape)), uint(unsafe.Sizeof(data[0])), int(kindOf[T]().CKind()))
+	runtime.KeepAlive(data)
+	return c
+}
+
+func kindOf[T float32 | bool | int64]() gotch.DType {
+	var zero T
+	switch any(zero).(type) {
+	case bool:
+		return gotch.Bool
+	case int64:
+		return gotch.Int64
+	}
+	return gotch.Float
 }
 
 // HostFloats copies a float tensor (any shape, any device) into dst, reusing its storage.
