@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -212,4 +213,61 @@ func BenchmarkArrivalsStep(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// With the fgd-best action set the mask holds exactly the feasible nodes with FGD's best
+// integer score, so FGD's own choice is always among them.
+func TestFGDBestCandidates(t *testing.T) {
+	c, tasks := openb(t, 1.3, 42)
+	opts := DefaultOptions()
+	opts.Candidates = CandidatesFGDBest
+	a := NewArrivals(c, tasks, opts)
+	fgd := &policy.FGD{}
+	var obs Observation
+	narrower := 0
+	for step := 0; step < 3000 && !a.Done(); step++ {
+		a.Observe(&obs)
+		task := a.Task()
+		ch, ok := fgd.Place(c, task, nil)
+		if !ok {
+			t.Fatalf("step %d: FGD finds no node for a task the environment presents", step)
+		}
+		want := fgd.Score(c, task, ch)
+		if !obs.Mask[ch.Node] {
+			t.Fatalf("step %d: FGD's node %d (score %v) is not a candidate", step, ch.Node, want)
+		}
+		feasible := 0
+		for i := range obs.Mask {
+			if !a.Mask(i) {
+				if obs.Mask[i] {
+					t.Fatalf("step %d: infeasible node %d is a candidate", step, i)
+				}
+				continue
+			}
+			feasible++
+			best, _ := a.Choice(Action{Candidate: i})
+			if got := fgd.Score(c, task, best) == want; got != obs.Mask[i] {
+				t.Fatalf("step %d node %d: candidate %v, but its FGD score %v vs best %v", step, i, obs.Mask[i], fgd.Score(c, task, best), want)
+			}
+		}
+		if n := countTrue(obs.Mask); n < feasible {
+			narrower++
+		}
+		if _, err := a.Step(Action{Candidate: ch.Node}); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+	}
+	if narrower == 0 {
+		t.Fatal("the fgd-best mask never excluded a feasible node")
+	}
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, x := range b {
+		if x {
+			n++
+		}
+	}
+	return n
 }

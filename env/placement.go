@@ -32,6 +32,25 @@ var placementSpec = Spec{
 type Options struct {
 	RewardPlaced   float64 `json:"reward_placed"`
 	RewardFragment float64 `json:"reward_fragment"`
+	// Candidates is the action set: every feasible node (CandidatesFeasible, "" too) or only
+	// the feasible nodes with FGD's best integer score (CandidatesFGDBest), so a policy
+	// decides what FGD leaves to its tie order.
+	Candidates string `json:"candidates,omitempty"`
+}
+
+// The action sets of Options.Candidates.
+const (
+	CandidatesFeasible = "feasible"
+	CandidatesFGDBest  = "fgd-best"
+)
+
+// CheckCandidates reports an unknown action set.
+func CheckCandidates(c string) error {
+	switch c {
+	case "", CandidatesFeasible, CandidatesFGDBest:
+		return nil
+	}
+	return fmt.Errorf("candidates: must be %s or %s, got %q", CandidatesFeasible, CandidatesFGDBest, c)
 }
 
 // DefaultOptions weighs allocation and fragment equally.
@@ -172,7 +191,8 @@ func (p *Placement) score(i int) (scored, bool) {
 	return p.cache.score(p.c, p.class, p.shape, p.task, i)
 }
 
-// Mask reports whether node i is feasible for the pending task.
+// Mask reports whether node i is feasible for the pending task (the observation's mask may be
+// narrower: Options.Candidates).
 func (p *Placement) Mask(i int) bool { return p.feasible[i] }
 
 // Observe encodes the pending decision.
@@ -184,6 +204,9 @@ func (p *Placement) Observe(obs *Observation) {
 	obs.Nodes = grow(obs.Nodes, n*nf)
 	obs.Mask = grow(obs.Mask, n)
 	copy(obs.Mask, p.feasible)
+	if p.opts.Candidates == CandidatesFGDBest {
+		p.keepFGDBest(obs.Mask)
+	}
 	class := t.NumGPU
 	if t.Sharing() {
 		class = 0
@@ -243,6 +266,17 @@ func (p *Placement) Observe(obs *Observation) {
 	obs.Global[4] = float32(frag / math.Max(1, float64(capGPU)))
 	obs.Global[5] = ratio(p.arrived, capGPU)
 	obs.Global[6] = float32(p.nFeasible) / float32(max(1, n))
+}
+
+// keepFGDBest clears the mask of feasible nodes below the best FGD score.
+func (p *Placement) keepFGDBest(mask []bool) {
+	best := math.Inf(-1)
+	for _, i := range p.feasibleIdx {
+		best = math.Max(best, sim.FGDScore(p.delta[i]))
+	}
+	for _, i := range p.feasibleIdx {
+		mask[i] = sim.FGDScore(p.delta[i]) == best
+	}
 }
 
 // maxMilli is the GPU milli of the largest possible node, the scale of per-node GPU amounts.

@@ -95,9 +95,14 @@ func (b *batch) drop() {
 	b.logCount.MustDrop()
 }
 
-// logProbs is the log-probability of each row: the network's logits (nn.MaskedLogit on
-// infeasible and padding rows, so their probability is exactly 0) plus the log of the row's
-// multiplicity, normalised.
-func (b *batch) logProbs(logits *ts.Tensor) *ts.Tensor {
-	return logits.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
+// logProbs is the log-probability of each row: the network's logits over the temperature
+// (nn.MaskedLogit on infeasible and padding rows, so their probability is exactly 0) plus the
+// log of the row's multiplicity, normalised.
+func (b *batch) logProbs(logits *ts.Tensor, temperature float64) *ts.Tensor {
+	if temperature == 1 {
+		return logits.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
+	}
+	scaled := logits.MustDivScalar(ts.FloatScalar(temperature), false)
+	defer scaled.MustDrop()
+	return scaled.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
 }

@@ -97,7 +97,7 @@ func TestDefragRolloutRespectsMasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := policy{net: net, dev: gotch.CPU}
+	pol := policy{net: net, dev: gotch.CPU, temperature: 1}
 	pl := &pool{eps: src, slots: make([]*slot, 4), workers: 2}
 	for i := range pl.slots {
 		pl.slots[i] = &slot{}

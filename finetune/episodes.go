@@ -101,7 +101,7 @@ func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {
 		return nil, err
 	}
 	e := &episodes{nodes: nodes, tune: cfg.Tune,
-		opts: env.Options{RewardPlaced: cfg.RewardPlaced, RewardFragment: cfg.RewardFragment}}
+		opts: env.Options{RewardPlaced: cfg.RewardPlaced, RewardFragment: cfg.RewardFragment, Candidates: cfg.Candidates}}
 	for _, name := range cfg.Traces {
 		path := tracePath(cfg.TracesDir, name)
 		tasks, err := sim.LoadTasks(path)

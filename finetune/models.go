@@ -40,11 +40,13 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	from := cfg.Finetune.From
 	if strings.EqualFold(from, "none") {
 		nn.Seed(cfg.Seed)
-		net, err := nn.NewNet(nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma)), dev)
+		arch := nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma))
+		arch.Candidates = cfg.Finetune.Candidates
+		net, err := nn.NewNet(arch, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
 		}
-		m.pol = policy{net: net, dev: dev}
+		m.pol = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}
 		return m, nil
 	}
 	net, man, err := nn.LoadCheckpoint(from, dev)
@@ -54,13 +56,15 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	if net.Arch.Env != spec.Env {
 		return nil, fmt.Errorf("finetune.from: %s is a %s network, finetune trains %s", from, net.Arch.Env, spec.Env)
 	}
-	m.pol, m.parent = policy{net: net, dev: dev}, man.Digest()
+	// The fine-tuned network chooses from finetune.candidates, whatever set it was cloned on.
+	net.Arch.Candidates = cfg.Finetune.Candidates
+	m.pol, m.parent = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}, man.Digest()
 	if cfg.Finetune.KLCoef > 0 {
 		ref, _, err := nn.LoadCheckpoint(from, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune.from: %w", err)
 		}
-		m.ref = &policy{net: ref, dev: dev}
+		m.ref = &policy{net: ref, dev: dev, temperature: cfg.Finetune.Temperature}
 	}
 	return m, nil
 }

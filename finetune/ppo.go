@@ -10,10 +10,11 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// policy is a network on its device.
+// policy is a network on its device, sampled at a temperature (finetune.temperature).
 type policy struct {
-	net *nn.Net
-	dev gotch.Device
+	net         *nn.Net
+	dev         gotch.Device
+	temperature float64
 }
 
 // updateStats are one update's loss terms and diagnostics, averaged over its mini-batches.
@@ -157,7 +158,7 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 	// its gradient would swamp the policy's in the shared encoder and under clipping.
 	vs := l.pol.net.Arch.ValueScale
 	newV := hold(hold(out.Value).MustDivScalar(ts.FloatScalar(vs), false))
-	logp := hold(b.logProbs(hold(out.Logits)))
+	logp := hold(b.logProbs(hold(out.Logits), l.pol.temperature))
 	maskF := hold(b.in.Mask.MustTotype(gotch.Float, false))
 	newLogp := hold(hold(logp.MustGather(1, act, false, false)).MustView([]int64{int64(len(idx))}, false))
 	logRatio := hold(newLogp.MustSub(vec(oldLogp), false))

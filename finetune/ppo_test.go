@@ -157,7 +157,7 @@ func TestCompactMatchesFullForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol := policy{net: pretrainedNet(t), dev: gotch.CPU}
+	pol := policy{net: pretrainedNet(t), dev: gotch.CPU, temperature: 1}
 	var obs env.Observation
 	var rows compactor
 	for step := 0; step < 400 && !ep.Done(); step++ {
@@ -204,5 +204,57 @@ func (s *sample) store(obs *env.Observation) {
 	s.count = s.count[:0]
 	for range obs.NumNodes {
 		s.count = append(s.count, 1)
+	}
+}
+
+// TestTemperature: the sampled policy is softmax(logits / temperature) over nodes, merged rows
+// included, and greedy decisions (the logits) do not depend on the temperature.
+func TestTemperature(t *testing.T) {
+	var fc config.FinetuneConfig
+	fc.SetDefaults()
+	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
+	fc.TracesDir = traceDir()
+	eps, err := newEpisodes(fc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := eps.build(Draw{Seed: 7, Size: 300})
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := pretrainedNet(t)
+	var obs env.Observation
+	var rows compactor
+	for step := 0; step < 200 && !ep.Done(); step++ {
+		ep.Observe(&obs)
+		if step%50 == 0 {
+			var s sample
+			rows.compact(&obs, net.Arch.NodeDim, &s)
+			hot := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 1}, []*sample{&s})
+			cold := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 0.25}, []*sample{&s})
+			// Reference: the node-level softmax of logits / 0.25, summed over each row's nodes.
+			var z float64
+			for r, ok := range s.obs.Mask {
+				if ok {
+					z += float64(s.count[r]) * math.Exp(float64(hot.logits[r])/0.25)
+				}
+			}
+			for r, ok := range s.obs.Mask {
+				if hot.logits[r] != cold.logits[r] {
+					t.Fatalf("step %d row %d: logits %v at 1, %v at 0.25", step, r, hot.logits[r], cold.logits[r])
+				}
+				want := 0.0
+				if ok {
+					want = float64(s.count[r]) * math.Exp(float64(hot.logits[r])/0.25) / z
+				}
+				if got := math.Exp(float64(cold.logp[r])); math.Abs(got-want) > 1e-4 {
+					t.Fatalf("step %d row %d: probability %v at 0.25, want %v", step, r, got, want)
+				}
+			}
+		}
+		a := slices.Index(obs.Mask, true)
+		if _, err := ep.Step(env.Action{Candidate: a}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -226,7 +226,7 @@ func evalPolicy(pol policy, samples []*sample) scores {
 	var sc scores
 	nn.NoGrad(func() {
 		out := pol.net.Forward(b.in)
-		lp := b.logProbs(out.Logits)
+		lp := b.logProbs(out.Logits, pol.temperature)
 		sc = scores{logits: nn.HostFloats(out.Logits, nil), logp: nn.HostFloats(lp, nil),
 			value: nn.HostFloats(out.Value, nil), width: b.width}
 		lp.MustDrop()

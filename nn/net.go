@@ -34,6 +34,10 @@ type Arch struct {
 	// ValueScale multiplies the value head's output, so the head trains near unit scale
 	// while Value is in return units.
 	ValueScale float64 `json:"value_scale"`
+	// Candidates is the placement action set the network chooses from (env.Options
+	// .Candidates; "" = every feasible node), so a placer offers it the same set it was
+	// trained on.
+	Candidates string `json:"candidates,omitempty"`
 }
 
 // NewArch sizes a network for an environment's observations.
@@ -55,7 +59,7 @@ func (a Arch) validate() error {
 	case !(a.ValueScale > 0) || math.IsInf(a.ValueScale, 0):
 		return fmt.Errorf("value_scale %v", a.ValueScale)
 	}
-	return nil
+	return env.CheckCandidates(a.Candidates)
 }
 
 // Net is the entity policy/value network. Every node row goes through the same encoder; the

@@ -59,7 +59,9 @@ func (pl *placer) Name() string { return pl.p.name }
 // identically) are broken uniformly with rng, as the heuristics break theirs.
 func (pl *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
 	if pl.env == nil || pl.clusterID != c.ID() {
-		pl.env, pl.clusterID, pl.arrived = env.NewPlacement(c, env.DefaultOptions()), c.ID(), 0
+		opts := env.DefaultOptions()
+		opts.Candidates = pl.p.Net.Arch.Candidates
+		pl.env, pl.clusterID, pl.arrived = env.NewPlacement(c, opts), c.ID(), 0
 	}
 	before := pl.arrived
 	pl.arrived += t.TotalGPUMilli()

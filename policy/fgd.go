@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/schedrl/schedrl/sim"
@@ -37,21 +36,16 @@ type fgdEntry struct {
 
 func (*FGD) Name() string { return "fgd" }
 
-// fgdScore quantises a fragment increase (milli-GPU) as the reference does.
-func fgdScore(delta float64) float64 {
-	return float64(int64(1 / (1 + math.Exp(delta/1000)) * maxScore))
-}
-
 // Score is the FGD score of a feasible choice.
 func (*FGD) Score(c *sim.Cluster, t sim.Task, ch sim.Choice) float64 {
-	return fgdScore(c.FragDelta(t, ch))
+	return sim.FGDScore(c.FragDelta(t, ch))
 }
 
 // nodeBest is node i's best score and the GPUs achieving it first.
 func nodeBest(c *sim.Cluster, t sim.Task, i int) fgdEntry {
 	if !t.Sharing() {
 		gpus, _ := c.TightestGPUs(t, i)
-		return fgdEntry{score: fgdScore(c.FragDelta(t, sim.Choice{Node: i, GPUs: gpus})), gpus: gpus}
+		return fgdEntry{score: sim.FGDScore(c.FragDelta(t, sim.Choice{Node: i, GPUs: gpus})), gpus: gpus}
 	}
 	f := c.Free(i)
 	best := fgdEntry{score: -1}
@@ -71,7 +65,7 @@ gpus:
 		tried[nTried] = f.GPU[g]
 		nTried++
 		ch := sim.Choice{Node: i, GPUs: sim.NewGPUSet(g)}
-		if s := fgdScore(c.FragDelta(t, ch)); s > best.score {
+		if s := sim.FGDScore(c.FragDelta(t, ch)); s > best.score {
 			best = fgdEntry{score: s, gpus: ch.GPUs}
 		}
 	}

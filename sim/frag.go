@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -130,6 +131,13 @@ func (c *Cluster) FragAfter(t Task, ch Choice) float64 {
 		}
 	}
 	return c.fragOf(ch.Node, s.cpuFree-t.CPU, &gpu)
+}
+
+// FGDScore is the FGD paper's integer score of a fragment increase delta (milli-GPU):
+// sigmoid(-delta / 1000) x 100, truncated, so changes within a few tens of milli tie. Higher
+// is better.
+func FGDScore(delta float64) float64 {
+	return float64(int64(1 / (1 + math.Exp(delta/1000)) * 100))
 }
 
 // FragDelta is how much placing t at ch would raise its node's fragment (negative: lowers it).

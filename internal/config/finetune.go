@@ -36,6 +36,10 @@ type FinetuneConfig struct {
 	// equal to the datasets section so the pretrained critic's scale still holds.
 	RewardPlaced   float64 `mapstructure:"reward_placed" yaml:"reward_placed"`
 	RewardFragment float64 `mapstructure:"reward_fragment" yaml:"reward_fragment"`
+	// Candidates is the placement action set: feasible (every feasible node) or fgd-best (the
+	// feasible nodes with FGD's best integer score: the policy learns the choice FGD leaves
+	// to its tie order). The checkpoint records it, so placers offer the same set.
+	Candidates string `mapstructure:"candidates" yaml:"candidates"`
 
 	// Rollout: NumEnvs episodes step in lockstep, RolloutSteps each per update, on Workers
 	// goroutines (0: one per CPU), one batched network forward per step.
@@ -44,6 +48,11 @@ type FinetuneConfig struct {
 	Workers      int `mapstructure:"workers" yaml:"workers"`
 	// TotalSteps is the budget in environment steps (decisions), over all envs.
 	TotalSteps int `mapstructure:"total_steps" yaml:"total_steps"`
+	// Temperature divides the logits of the policy PPO samples from and optimises (its
+	// rollouts, ratios, entropy and KL): below 1 the rollouts stay close to the greedy
+	// decisions that are deployed and evaluated, which a softmax over many near-equal nodes
+	// at 1 is not (it spreads tasks; docs/finetune.md). Greedy decisions do not depend on it.
+	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
 
 	// Advantages: generalised advantage estimation.
 	Gamma     float64 `mapstructure:"gamma" yaml:"gamma"`
@@ -101,8 +110,8 @@ func (c *FinetuneConfig) SetDefaults() {
 		Seeds:        "1000-9999",
 		ClusterSizes: []int{256, 512},
 		Tune:         1.3, Coverage: 0.95,
-		RewardPlaced: 1, RewardFragment: 1,
-		NumEnvs: 8, RolloutSteps: 128, TotalSteps: 40960,
+		RewardPlaced: 1, RewardFragment: 1, Candidates: "feasible",
+		NumEnvs: 8, RolloutSteps: 128, TotalSteps: 40960, Temperature: 1,
 		Gamma: 0.99, GAELambda: 0.95, NormAdv: true,
 		ClipCoef: 0.2, ClipVLoss: true, VFCoef: 0.5, EntCoef: 0, KLCoef: 0.5, KLDecay: 0,
 		Epochs: 2, Minibatches: 4, LR: 2e-5, AnnealLR: true, AdamEps: 1e-5, MaxGradNorm: 0.5,
@@ -134,6 +143,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("reward_placed: must be >= 0, got %g", c.RewardPlaced)
 	case c.RewardFragment < 0:
 		return fmt.Errorf("reward_fragment: must be >= 0, got %g", c.RewardFragment)
+	case c.Candidates != "feasible" && c.Candidates != "fgd-best":
+		return fmt.Errorf("candidates: must be feasible or fgd-best, got %q", c.Candidates)
 	case c.NumEnvs < 1:
 		return fmt.Errorf("num_envs: must be >= 1, got %d", c.NumEnvs)
 	case c.RolloutSteps < 1:
@@ -142,6 +153,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("workers: must be >= 0, got %d", c.Workers)
 	case c.TotalSteps < c.NumEnvs*c.RolloutSteps:
 		return fmt.Errorf("total_steps: must cover one update (num_envs x rollout_steps = %d), got %d", c.NumEnvs*c.RolloutSteps, c.TotalSteps)
+	case !(c.Temperature > 0 && c.Temperature <= 10):
+		return fmt.Errorf("temperature: must be in (0, 10], got %g", c.Temperature)
 	case !(c.Gamma > 0 && c.Gamma <= 1):
 		return fmt.Errorf("gamma: must be in (0, 1], got %g", c.Gamma)
 	case !unit(c.GAELambda):

@@ -28,7 +28,7 @@ type rule struct {
 }
 
 // fgdScore is FGD's integer score of a fragment change (higher is better), negated as a key.
-func fgdScore(delta float64) float64 { return -float64(int64(1 / (1 + math.Exp(delta/1000)) * 100)) }
+func fgdScore(delta float64) float64 { return -sim.FGDScore(delta) }
 
 func bucket(width float64) func(*sim.Cluster, int, float64) [2]float64 {
 	return func(_ *sim.Cluster, _ int, d float64) [2]float64 { return [2]float64{math.Floor(d / width)} }
@@ -45,6 +45,15 @@ var rules = []rule{
 	}},
 	{name: "fgd, ties to the emptiest node", key: func(c *sim.Cluster, i int, d float64) [2]float64 {
 		return [2]float64{fgdScore(d), -float64(c.Free(i).TotalGPU())}
+	}},
+	{name: "fgd, ties to the least free CPU", key: func(c *sim.Cluster, i int, d float64) [2]float64 {
+		return [2]float64{fgdScore(d), float64(c.Free(i).CPU)}
+	}},
+	{name: "fgd, ties to the fewest idle GPUs", key: func(c *sim.Cluster, i int, d float64) [2]float64 {
+		return [2]float64{fgdScore(d), float64(c.Free(i).FullGPUs())}
+	}},
+	{name: "fgd, ties to the most idle GPUs", key: func(c *sim.Cluster, i int, d float64) [2]float64 {
+		return [2]float64{fgdScore(d), -float64(c.Free(i).FullGPUs())}
 	}},
 	{name: "softmin sample, T=20 milli", sample: 20},
 	{name: "softmin sample, T=100 milli", sample: 100},
