@@ -41,7 +41,7 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	if strings.EqualFold(from, "none") {
 		nn.Seed(cfg.Seed)
 		arch := nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma))
-		arch.Candidates = cfg.Finetune.Candidates
+		arch.Candidates = candidates(spec, cfg.Finetune)
 		net, err := nn.NewNet(arch, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
@@ -57,7 +57,7 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 		return nil, fmt.Errorf("finetune.from: %s is a %s network, finetune trains %s", from, net.Arch.Env, spec.Env)
 	}
 	// The fine-tuned network chooses from finetune.candidates, whatever set it was cloned on.
-	net.Arch.Candidates = cfg.Finetune.Candidates
+	net.Arch.Candidates = candidates(spec, cfg.Finetune)
 	m.pol, m.parent = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}, man.Digest()
 	if cfg.Finetune.KLCoef > 0 {
 		ref, _, err := nn.LoadCheckpoint(from, dev)
@@ -67,6 +67,15 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 		m.ref = &policy{net: ref, dev: dev, temperature: cfg.Finetune.Temperature}
 	}
 	return m, nil
+}
+
+// candidates is the placement action set a network trained in spec chooses from ("" for
+// other environments).
+func candidates(spec env.Spec, cfg config.FinetuneConfig) string {
+	if spec.Env != env.PlacementName {
+		return ""
+	}
+	return cfg.Candidates
 }
 
 // lineage describes the trained network at st.

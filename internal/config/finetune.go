@@ -145,6 +145,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("reward_fragment: must be >= 0, got %g", c.RewardFragment)
 	case c.Candidates != "feasible" && c.Candidates != "fgd-best":
 		return fmt.Errorf("candidates: must be feasible or fgd-best, got %q", c.Candidates)
+	case c.Env == "defrag" && c.Candidates != "feasible":
+		return fmt.Errorf("candidates: %s narrows placement decisions; env defrag takes feasible", c.Candidates)
 	case c.NumEnvs < 1:
 		return fmt.Errorf("num_envs: must be >= 1, got %d", c.NumEnvs)
 	case c.RolloutSteps < 1:

@@ -28,6 +28,9 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"eval_seeds", func(c *FinetuneConfig) { c.EvalSeeds = "x" }},
 		{"lr", func(c *FinetuneConfig) { c.LR = 0 }},
 		{"env", func(c *FinetuneConfig) { c.Env = "migration" }},
+		{"temperature", func(c *FinetuneConfig) { c.Temperature = 0 }},
+		{"candidates", func(c *FinetuneConfig) { c.Candidates = "best" }},
+		{"candidates", func(c *FinetuneConfig) { c.Env, c.Candidates = "defrag", "fgd-best" }},
 		// 52 is a defrag held-out state even when eval_seeds does not name it.
 		{"seeds", func(c *FinetuneConfig) { c.Env, c.Seeds, c.EvalSeeds = "defrag", "52", "49" }},
 	} {
