@@ -110,6 +110,21 @@ func (m *models) restore(dir string, opt *nn.Adam) error {
 	return nil
 }
 
+// BestDir is the folder, under a placement run's directory, of the network whose held-out
+// evaluation beat every earlier one (the start included). Evaluations move by a few tenths
+// from one to the next, so the last network is not always the best validated one.
+const BestDir = "best"
+
+// best writes the current network as out/BestDir, manifest last, with its held-out mean.
+func (m *models) best(out string, st runState, h heldOut) error {
+	dir := filepath.Join(out, BestDir)
+	if err := os.Remove(filepath.Join(dir, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	_, err := nn.SaveCheckpoint(dir, m.pol.net, m.lineage(st, map[string]float64{"held_out_mean_alloc_gpu_pct": h.Mean}))
+	return err
+}
+
 // final makes the run directory itself the fine-tuned checkpoint: model.ot beside the run
 // record and the last resumable checkpoint, manifest last.
 func (m *models) final(out string, st runState, metrics map[string]float64) error {

@@ -186,3 +186,54 @@ func TestKillResume(t *testing.T) {
 		t.Fatalf("final checkpoint does not verify: %v", err)
 	}
 }
+
+// The run keeps the network of its best held-out evaluation in best/: a checkpoint that
+// verifies, records that mean, and scores it again when evaluated.
+func TestBestCheckpoint(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	cfg := smallConfig(t, pretrained(t), out)
+	cfg.Finetune.EvalEvery = 1
+	res, err := Run(context.Background(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readRecord(filepath.Join(out, RecordFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	best, at := res.StartMean, 0
+	for _, r := range recs {
+		if r.HeldOut != nil && *r.HeldOut > best {
+			best, at = *r.HeldOut, r.Update
+		}
+	}
+	if at == 0 {
+		t.Fatalf("no evaluation beat the start (%v); the test needs a setting where one does", res.StartMean)
+	}
+	if res.BestUpdate != at || res.BestMean != best {
+		t.Fatalf("result says best %v at update %d, the record %v at %d", res.BestMean, res.BestUpdate, best, at)
+	}
+	dir := filepath.Join(out, BestDir)
+	m, err := checkpoint.Read(dir)
+	if err != nil {
+		t.Fatalf("best checkpoint does not verify: %v", err)
+	}
+	if got := m.Metrics["held_out_mean_alloc_gpu_pct"]; got != best {
+		t.Fatalf("best checkpoint records %v, want %v", got, best)
+	}
+	net, _, err := nn.LoadCheckpoint(dir, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, err := newEpisodes(cfg.Finetune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := eps.evaluate(policy{net: net, dev: gotch.CPU, temperature: 1}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Mean != best {
+		t.Fatalf("best checkpoint evaluates to %v, recorded %v", h.Mean, best)
+	}
+}

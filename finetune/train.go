@@ -44,6 +44,10 @@ type Result struct {
 	Start, Final   heldOut `json:"-"`
 	StartMean      float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
 	FinalMean      float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
+	// BestMean and BestUpdate are the best held-out evaluation, the start included; its
+	// network is in Dir/BestDir unless it is the start's (BestUpdate 0).
+	BestMean   float64 `json:"best_mean_alloc_gpu_pct,omitempty"`
+	BestUpdate int     `json:"best_update"`
 	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
 	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
 	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
@@ -176,6 +180,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 			}
 			st.Evals = append(st.Evals, evalPoint{Update: st.Update, EnvSteps: st.EnvSteps, Held: h})
 			line.setHeldOut(h)
+			if h.Defrag == nil && bestSoFar(st.Evals) {
+				if err := m.best(fc.Out, st, h); err != nil {
+					return res, err
+				}
+			}
 		}
 		if err := rec.write(line); err != nil {
 			return res, err
@@ -201,6 +210,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	res.StartMean = res.Start.Mean
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	res.FinalMean = res.Final.Mean
+	res.BestMean = res.StartMean
+	for _, e := range st.Evals[1:] {
+		if e.Held.Mean > res.BestMean {
+			res.BestMean, res.BestUpdate = e.Held.Mean, e.Update
+		}
+	}
 	metrics := map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
 		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
 	if res.Start.Defrag != nil {
@@ -218,6 +233,17 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// bestSoFar reports whether the last evaluation's mean beats every earlier one's.
+func bestSoFar(evals []evalPoint) bool {
+	last := evals[len(evals)-1].Held.Mean
+	for _, e := range evals[:len(evals)-1] {
+		if e.Held.Mean >= last {
+			return false
+		}
+	}
+	return true
 }
 
 func allSlots(n int) []int {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,10 @@ func init() {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% after %d env steps (%.0f steps/s, %.0f s)\n",
 				res.Dir, res.StartMean, res.FinalMean, res.EnvSteps, res.StepsPerSecond, res.Seconds)
+			if res.BestUpdate > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "best held-out evaluation: %.2f%% at update %d, in %s\n",
+					res.BestMean, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
+			}
 			return nil
 		},
 	}
