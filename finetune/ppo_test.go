@@ -142,9 +142,9 @@ func TestEpisodesSubsetAndWorkload(t *testing.T) {
 	}
 }
 
-// Merging identical node rows changes nothing the policy says: per-node logits and the value
-// match the full forward, and a row's probability is the sum over its nodes.
-func TestCompactMatchesFullForward(t *testing.T) {
+// openbEpisode is a default-config training episode on 300 openb nodes.
+func openbEpisode(t *testing.T) *env.Arrivals {
+	t.Helper()
 	var fc config.FinetuneConfig
 	fc.SetDefaults()
 	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
@@ -157,6 +157,13 @@ func TestCompactMatchesFullForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ep
+}
+
+// Merging identical node rows changes nothing the policy says: per-node logits and the value
+// match the full forward, and a row's probability is the sum over its nodes.
+func TestCompactMatchesFullForward(t *testing.T) {
+	ep := openbEpisode(t)
 	pol := policy{net: pretrainedNet(t), dev: gotch.CPU, temperature: 1}
 	var obs env.Observation
 	var rows compactor
@@ -210,18 +217,7 @@ func (s *sample) store(obs *env.Observation) {
 // TestTemperature: the sampled policy is softmax(logits / temperature) over nodes, merged rows
 // included, and greedy decisions (the logits) do not depend on the temperature.
 func TestTemperature(t *testing.T) {
-	var fc config.FinetuneConfig
-	fc.SetDefaults()
-	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
-	fc.TracesDir = traceDir()
-	eps, err := newEpisodes(fc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := eps.build(Draw{Seed: 7, Size: 300})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ep := openbEpisode(t)
 	net := pretrainedNet(t)
 	var obs env.Observation
 	var rows compactor

@@ -2,12 +2,9 @@ package nn
 
 import (
 	"math/rand/v2"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
-	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/sugarme/gotch"
@@ -35,27 +32,12 @@ func (f *fgdScorer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choic
 // A checkpoint trained on the fgd-best action set is offered only FGD's best-score nodes by
 // its placer; one trained on every feasible node is not restricted.
 func TestPlacerOffersTheTrainedCandidates(t *testing.T) {
-	_, file, _, _ := runtime.Caller(0)
-	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
-	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: 0.6, Seed: 50, Coverage: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, _ := env.SpecOf(env.PlacementName)
-	var nc config.NetworkConfig
-	nc.SetDefaults()
+	p := openbExperiment(t, 0.6)
 	for _, tc := range []struct {
 		candidates string
 		restricted bool
 	}{{env.CandidatesFGDBest, true}, {"", false}} {
-		Seed(3)
-		arch := NewArch(spec, nc, 50)
-		arch.Candidates = tc.candidates
-		net, err := NewNet(arch, gotch.CPU)
-		if err != nil {
-			t.Fatal(err)
-		}
+		net := randomPlacementNet(t, tc.candidates)
 		f := &fgdScorer{Placer: (&Policy{Net: net, name: "test", dev: gotch.CPU}).NewPlacer()}
 		if _, _, err := p.Run(f, nil); err != nil {
 			t.Fatal(err)

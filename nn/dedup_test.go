@@ -103,24 +103,41 @@ func (c *checkedPlacer) Place(cl *sim.Cluster, task sim.Task, rng *rand.Rand) (s
 	return ch, ok
 }
 
-// The placer's merged-row inference is the same policy as the network over every node, on
-// the states of a real episode (openb default trace, full 1213-node cluster).
-func TestPlacerMergedMatchesFullForward(t *testing.T) {
+// openbExperiment is the openb default trace's experiment of seed 50 at tune on all 1213 nodes.
+func openbExperiment(t *testing.T, tune float64) *sim.Prepared {
+	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
 	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: 1.3, Seed: 50, Coverage: 0.95})
+		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: tune, Seed: 50, Coverage: 0.95})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p
+}
+
+// randomPlacementNet is a freshly initialised (seed 3) placement network choosing from
+// candidates.
+func randomPlacementNet(t *testing.T, candidates string) *Net {
+	t.Helper()
 	spec, _ := env.SpecOf(env.PlacementName)
 	var nc config.NetworkConfig
 	nc.SetDefaults()
 	Seed(3)
-	net, err := NewNet(NewArch(spec, nc, 50), gotch.CPU)
+	arch := NewArch(spec, nc, 50)
+	arch.Candidates = candidates
+	net, err := NewNet(arch, gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return net
+}
+
+// The placer's merged-row inference is the same policy as the network over every node, on
+// the states of a real episode (openb default trace, full 1213-node cluster).
+func TestPlacerMergedMatchesFullForward(t *testing.T) {
+	p := openbExperiment(t, 1.3)
+	net := randomPlacementNet(t, "")
 	pol := &Policy{Net: net, name: "test", dev: gotch.CPU}
 	cp := &checkedPlacer{placer: pol.NewPlacer().(*placer), t: t}
 	if _, _, err := p.Run(cp, nil); err != nil {
