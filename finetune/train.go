@@ -47,7 +47,7 @@ type Result struct {
 	// BestMean and BestUpdate are the best held-out evaluation, the start included; its
 	// network is in Dir/BestDir unless it is the start's (BestUpdate 0).
 	BestMean   float64 `json:"best_mean_alloc_gpu_pct,omitempty"`
-	BestUpdate int     `json:"best_update"`
+	BestUpdate int     `json:"best_update,omitempty"`
 	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
 	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
 	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
