@@ -210,12 +210,8 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	res.StartMean = res.Start.Mean
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	res.FinalMean = res.Final.Mean
-	res.BestMean = res.StartMean
-	for _, e := range st.Evals[1:] {
-		if e.Held.Mean > res.BestMean {
-			res.BestMean, res.BestUpdate = e.Held.Mean, e.Update
-		}
-	}
+	best := st.Evals[bestEval(st.Evals)]
+	res.BestMean, res.BestUpdate = best.Held.Mean, best.Update
 	metrics := map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
 		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
 	if res.Start.Defrag != nil {
@@ -235,16 +231,19 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	return res, nil
 }
 
-// bestSoFar reports whether the last evaluation's mean beats every earlier one's.
-func bestSoFar(evals []evalPoint) bool {
-	last := evals[len(evals)-1].Held.Mean
-	for _, e := range evals[:len(evals)-1] {
-		if e.Held.Mean >= last {
-			return false
+// bestEval is the index of the first evaluation with the highest mean.
+func bestEval(evals []evalPoint) int {
+	best := 0
+	for i, e := range evals {
+		if e.Held.Mean > evals[best].Held.Mean {
+			best = i
 		}
 	}
-	return true
+	return best
 }
+
+// bestSoFar reports whether the last evaluation's mean beats every earlier one's.
+func bestSoFar(evals []evalPoint) bool { return bestEval(evals) == len(evals)-1 }
 
 func allSlots(n int) []int {
 	idx := make([]int, n)
