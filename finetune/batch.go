@@ -15,6 +15,7 @@ import (
 type sample struct {
 	obs   env.Observation
 	count []float32 // nodes per row
+	ids   []int32   // each row's id in the rollout's nn.RowIndex
 
 	action int
 	logp   float32 // log-probability of action's row under the rollout policy
@@ -46,48 +47,57 @@ func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
 	}
 }
 
-// batch is samples padded to their widest row count, on the network's device. Padding rows
-// have a false mask and a zero count, so they neither get probability nor enter pooling.
+// number gives each row of each sample its id in rows.
+func number(rows *nn.RowIndex, samples []*sample) {
+	for _, s := range samples {
+		s.ids = rows.Add(&s.obs, s.ids[:0])
+	}
+}
+
+// batch is samples padded to their widest row count, on the network's device, each distinct
+// node row once. Padding rows have a false mask and a zero count, so they neither get
+// probability nor enter pooling.
 type batch struct {
 	in       *nn.Input
 	logCount *ts.Tensor // [B, N]: log of each row's multiplicity (0 on padding)
 	width    int
 }
 
-func newBatch(arch nn.Arch, samples []*sample, dev gotch.Device) *batch {
+// newBatch builds a batch of samples whose rows are numbered in rows.
+func newBatch(rows *nn.RowIndex, samples []*sample, dev gotch.Device) *batch {
 	width := 0
-	for _, s := range samples {
-		width = max(width, s.obs.NumNodes)
-	}
-	b, nd := len(samples), arch.NodeDim
-	nodes := make([]float32, b*width*nd)
-	mask := make([]bool, b*width)
-	valid := make([]float32, b*width)
-	logCount := make([]float32, b*width)
-	task := make([]float32, 0, b*arch.TaskDim)
-	global := make([]float32, 0, b*arch.GlobalDim)
+	obs := make([]nn.Observation, len(samples))
 	for j, s := range samples {
-		copy(nodes[j*width*nd:], s.obs.Nodes)
-		copy(mask[j*width:], s.obs.Mask)
-		copy(valid[j*width:], s.count)
-		for i, c := range s.count {
-			logCount[j*width+i] = float32(math.Log(float64(c)))
-		}
-		task = append(task, s.obs.Task...)
-		global = append(global, s.obs.Global...)
+		width = max(width, s.obs.NumNodes)
+		obs[j] = nn.Observation{IDs: s.ids, Mask: s.obs.Mask, Count: s.count, Task: s.obs.Task, Global: s.obs.Global}
 	}
-	B, N := int64(b), int64(width)
+	logCount := make([]float32, len(samples)*width)
+	for j, s := range samples {
+		for i, c := range s.count {
+			logCount[j*width+i] = logOf(c)
+		}
+	}
 	return &batch{
-		in: &nn.Input{
-			Nodes:  nn.HostTensor(nodes, []int64{B, N, int64(nd)}, dev),
-			Task:   nn.HostTensor(task, []int64{B, int64(arch.TaskDim)}, dev),
-			Global: nn.HostTensor(global, []int64{B, int64(arch.GlobalDim)}, dev),
-			Mask:   nn.HostTensor(mask, []int64{B, N}, dev),
-			Valid:  nn.HostTensor(valid, []int64{B, N}, dev),
-		},
-		logCount: nn.HostTensor(logCount, []int64{B, N}, dev),
+		in:       rows.Input(obs, dev),
+		logCount: nn.HostTensor(logCount, []int64{int64(len(samples)), int64(width)}, dev),
 		width:    width,
 	}
+}
+
+// logInts caches the log of the small integers row counts are: math.Log was 2% of an update.
+var logInts = func() [4096]float32 {
+	var t [4096]float32
+	for i := 1; i < len(t); i++ {
+		t[i] = float32(math.Log(float64(i)))
+	}
+	return t
+}()
+
+func logOf(count float32) float32 {
+	if i := int(count); float32(i) == count && i > 0 && i < len(logInts) {
+		return logInts[i]
+	}
+	return float32(math.Log(float64(count)))
 }
 
 func (b *batch) drop() {

@@ -37,6 +37,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		return heldOut{}, err
 	}
 	samples := make([]sample, len(seeds))
+	var rows nn.RowIndex // the current step's rows
 	nodeLogits := make([][]float32, len(seeds))
 	// Ties break with each workload's policy stream, as sim's runner hands it to a placer.
 	rngs := make([]*rand.Rand, len(seeds))
@@ -66,7 +67,9 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		}); err != nil {
 			return heldOut{}, err
 		}
-		sc := evalPolicy(pol, refs)
+		rows.Reset(pol.net.Arch.NodeDim)
+		number(&rows, refs)
+		sc := evalPolicy(pol, &rows, refs)
 		w := sc.width
 		if err := sub.parallel(func(k int, s *slot) error {
 			// Back to one logit per node, so ties break over nodes as the placer's do.

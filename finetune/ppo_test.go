@@ -9,6 +9,7 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/nn"
 	"github.com/sugarme/gotch"
 )
 
@@ -173,7 +174,7 @@ func TestCompactMatchesFullForward(t *testing.T) {
 		full.store(&obs)
 		rows.compact(&obs, pol.net.Arch.NodeDim, &small)
 		if step%100 == 0 {
-			f, s := evalPolicy(pol, []*sample{&full}), evalPolicy(pol, []*sample{&small})
+			f, s := evalNumbered(pol, &full), evalNumbered(pol, &small)
 			if small.obs.NumNodes >= obs.NumNodes {
 				t.Fatalf("step %d: %d rows for %d nodes", step, small.obs.NumNodes, obs.NumNodes)
 			}
@@ -198,6 +199,14 @@ func TestCompactMatchesFullForward(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// evalNumbered is evalPolicy over samples numbered on their own.
+func evalNumbered(pol policy, samples ...*sample) scores {
+	var rows nn.RowIndex
+	rows.Reset(pol.net.Arch.NodeDim)
+	number(&rows, samples)
+	return evalPolicy(pol, &rows, samples)
 }
 
 // store copies obs into s uncompacted, one row per node: the reference for compact.
@@ -226,8 +235,8 @@ func TestTemperature(t *testing.T) {
 		if step%50 == 0 {
 			var s sample
 			rows.compact(&obs, net.Arch.NodeDim, &s)
-			hot := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 1}, []*sample{&s})
-			cold := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 0.25}, []*sample{&s})
+			hot := evalNumbered(policy{net: net, dev: gotch.CPU, temperature: 1}, &s)
+			cold := evalNumbered(policy{net: net, dev: gotch.CPU, temperature: 0.25}, &s)
 			// Reference: the node-level softmax of logits / 0.25, summed over each row's nodes.
 			var z float64
 			for r, ok := range s.obs.Mask {

@@ -127,6 +127,7 @@ func (p *pool) startFresh(idx []int, rng *rand.Rand) error {
 // rollout is one update's experience, step-major: sample t*envs+e.
 type rollout struct {
 	samples []sample
+	rows    nn.RowIndex // numbers the node rows of every sample (and of the bootstrap)
 	envs    int
 	last    []float32 // value of each env's observation after the final step
 	ended   []episodeEnd
@@ -145,6 +146,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	refs := make([]*sample, envs)
 	nodes := make([]int, envs)
 	nodeDim := pol.net.Arch.NodeDim
+	r.rows.Reset(nodeDim)
 	for t := range steps {
 		if err := p.parallel(func(e int, s *slot) error {
 			s.ep.Observe(&s.obs)
@@ -156,7 +158,8 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 		for e := range envs {
 			refs[e] = &r.samples[t*envs+e]
 		}
-		sc := evalPolicy(pol, refs)
+		number(&r.rows, refs)
+		sc := evalPolicy(pol, &r.rows, refs)
 		w := sc.width
 		for e, s := range refs {
 			s.action = sampleAction(sc.logp[e*w:(e+1)*w], s.obs.Mask, rng)
@@ -209,7 +212,8 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	}); err != nil {
 		return err
 	}
-	r.last = evalPolicy(pol, refs).value
+	number(&r.rows, refs)
+	r.last = evalPolicy(pol, &r.rows, refs).value
 	return nil
 }
 
@@ -219,9 +223,9 @@ type scores struct {
 	width               int
 }
 
-// evalPolicy runs one no-grad forward over samples.
-func evalPolicy(pol policy, samples []*sample) scores {
-	b := newBatch(pol.net.Arch, samples, pol.dev)
+// evalPolicy runs one no-grad forward over samples, numbered in rows.
+func evalPolicy(pol policy, rows *nn.RowIndex, samples []*sample) scores {
+	b := newBatch(rows, samples, pol.dev)
 	defer b.drop()
 	var sc scores
 	nn.NoGrad(func() {

@@ -153,3 +153,86 @@ func TestPlacerMergedMatchesFullForward(t *testing.T) {
 	t.Logf("%d decisions, %.1f rows each (of %d nodes); %d checked, largest score difference %.2g, %d near-ties picked differently",
 		cp.decisions, perDecision, len(p.Nodes), cp.checked, cp.maxError, cp.nearTies)
 }
+
+// RowIndex numbers equal rows alike across observations (and within one), keeps its ids
+// through growth, and a batch built from it scores each observation as a batch of its own.
+func TestRowIndex(t *testing.T) {
+	net := testNet(t, 5)
+	a, d := net.Arch, net.Arch.NodeDim
+	rng := rand.New(rand.NewPCG(3, 4))
+	first, second := randomObs(a, 30, rng), randomObs(a, 35, rng)
+	copy(second.Nodes, first.Nodes[:10*d])                  // second's nodes 0..9 are first's
+	copy(second.Nodes[34*d:35*d], second.Nodes[12*d:13*d]) // and node 34 repeats its node 12
+
+	var x RowIndex
+	x.Reset(d)
+	idsFirst := x.Add(first, nil)
+	idsSecond := x.Add(second, nil)
+	for i, id := range idsFirst {
+		if id != int32(i) {
+			t.Fatalf("first observation: node %d has id %d", i, id)
+		}
+	}
+	for i := range 10 {
+		if idsSecond[i] != int32(i) {
+			t.Fatalf("second observation: node %d (first's node %d) has id %d", i, i, idsSecond[i])
+		}
+	}
+	if idsSecond[34] != idsSecond[12] || x.Len() != 30+24 {
+		t.Fatalf("ids %d and %d for equal rows, %d rows in all; want equal ids and 54 rows", idsSecond[34], idsSecond[12], x.Len())
+	}
+
+	// Growth past the initial table keeps every id.
+	var many RowIndex
+	many.Reset(d)
+	big := randomObs(a, 5000, rng)
+	ids := many.Add(big, nil)
+	again := many.Add(big, nil)
+	for i := range ids {
+		if ids[i] != int32(i) || again[i] != ids[i] {
+			t.Fatalf("node %d: id %d, then %d", i, ids[i], again[i])
+		}
+	}
+
+	ones := func(n int) []float32 {
+		c := make([]float32, n)
+		for i := range c {
+			c[i] = 1
+		}
+		return c
+	}
+	batch := []Observation{
+		{IDs: idsFirst, Mask: first.Mask, Count: ones(30), Task: first.Task, Global: first.Global},
+		{IDs: idsSecond, Mask: second.Mask, Count: ones(35), Task: second.Task, Global: second.Global},
+	}
+	var logits, values []float32
+	var rows, width int
+	NoGrad(func() {
+		in := x.Input(batch, gotch.CPU)
+		rows, width = int(in.Rows.MustSize()[0]), int(in.Index.MustSize()[1])
+		index := in.Index.MustView([]int64{-1}, false).Int64Values(true)
+		for i := 30; i < 35; i++ { // the first observation's padding points past the last row
+			if index[i] != int64(rows) {
+				t.Errorf("padding at %d points to row %d, want %d", i, index[i], rows)
+			}
+		}
+		out := net.Forward(in)
+		in.Drop()
+		logits, values = HostFloats(out.Logits, nil), HostFloats(out.Value, nil)
+		out.Drop()
+	})
+	if rows != 54 || width != 35 {
+		t.Fatalf("batch of %d rows, width %d; want 54 and 35", rows, width)
+	}
+	for j, o := range []*env.Observation{first, second} {
+		alone, v := forward(t, net, o.NumNodes, o)
+		if d := math.Abs(float64(v[0] - values[j])); d > 1e-4 {
+			t.Errorf("observation %d: value %v in the batch, %v alone", j, values[j], v[0])
+		}
+		for i := range o.NumNodes {
+			if d := math.Abs(float64(alone[0][i] - logits[j*width+i])); d > 1e-4 {
+				t.Errorf("observation %d node %d: logit %v in the batch, %v alone", j, i, logits[j*width+i], alone[0][i])
+			}
+		}
+	}
+}

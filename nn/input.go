@@ -51,51 +51,66 @@ func (b *HostBatch) Put(j int, obs *env.Observation) error {
 	return nil
 }
 
-// Input is a batch on the network's device.
+// Input is a batch on the network's device. Each distinct node row is sent once (Rows) and
+// every candidate names its row (Index): a PPO rollout's observations share most rows.
 type Input struct {
-	Nodes  *ts.Tensor // [B, N, NodeDim]
+	Rows   *ts.Tensor // [U, NodeDim]: distinct node rows
+	Index  *ts.Tensor // [B, N] int64: each candidate's row in Rows; U (past the last) on padding
 	Task   *ts.Tensor // [B, TaskDim]
 	Global *ts.Tensor // [B, GlobalDim]
 	Mask   *ts.Tensor // [B, N] bool: feasible candidates
-	Valid  *ts.Tensor // [B, N] float: 1 for a real node, 0 for padding
+	Valid  *ts.Tensor // [B, N] float: nodes a candidate stands for (1 unmerged), 0 on padding
 }
 
-// Tensors moves the first b.Size observations to dev. The node axis is cut to the largest
-// NumNodes of those, so a batch of small clusters does not pay for MaxNodes.
+// HostInput is an Input in host memory.
+type HostInput struct {
+	Size, Width  int
+	Rows         []float32 // U x NodeDim
+	Index        []int64   // Size x Width
+	Task, Global []float32 // Size x TaskDim, Size x GlobalDim
+	Mask         []bool    // Size x Width
+	Valid        []float32 // Size x Width
+}
+
+func newInput(h HostInput, nodeDim int, dev gotch.Device) *Input {
+	b, n := int64(h.Size), int64(h.Width)
+	return &Input{
+		Rows:   HostTensor(h.Rows, []int64{int64(len(h.Rows) / nodeDim), int64(nodeDim)}, dev),
+		Index:  HostTensor(h.Index, []int64{b, n}, dev),
+		Task:   HostTensor(h.Task, []int64{b, int64(len(h.Task)) / max(b, 1)}, dev),
+		Global: HostTensor(h.Global, []int64{b, int64(len(h.Global)) / max(b, 1)}, dev),
+		Mask:   HostTensor(h.Mask, []int64{b, n}, dev),
+		Valid:  HostTensor(h.Valid, []int64{b, n}, dev),
+	}
+}
+
+// Tensors moves the first b.Size observations to dev, each distinct node row once. The node
+// axis is cut to the largest NumNodes of those, so a batch of small clusters does not pay for
+// MaxNodes.
 func (b *HostBatch) Tensors(dev gotch.Device) *Input {
 	bs, n := b.Size, 0
 	for _, k := range b.NumNodes[:bs] {
 		n = max(n, int(k))
 	}
-	nodes, mask := b.Nodes[:bs*b.MaxNodes*b.NodeDim], b.Mask[:bs*b.MaxNodes]
-	if n < b.MaxNodes {
-		nodes, mask = make([]float32, 0, bs*n*b.NodeDim), make([]bool, 0, bs*n)
-		for j := range bs {
-			nodes = append(nodes, b.Nodes[j*b.MaxNodes*b.NodeDim:(j*b.MaxNodes+n)*b.NodeDim]...)
-			mask = append(mask, b.Mask[j*b.MaxNodes:j*b.MaxNodes+n]...)
-		}
-	} else {
-		n = b.MaxNodes
+	ones := make([]float32, n)
+	for i := range ones {
+		ones[i] = 1
 	}
-	valid := make([]float32, bs*n)
+	var rows RowIndex
+	rows.Reset(b.NodeDim)
+	obs := make([]Observation, bs)
 	for j := range bs {
-		for i := range int(b.NumNodes[j]) {
-			valid[j*n+i] = 1
-		}
+		k := int(b.NumNodes[j])
+		o := env.Observation{NumNodes: k, Nodes: b.Nodes[j*b.MaxNodes*b.NodeDim : (j*b.MaxNodes+k)*b.NodeDim]}
+		obs[j] = Observation{IDs: rows.Add(&o, nil), Mask: b.Mask[j*b.MaxNodes : j*b.MaxNodes+k], Count: ones[:k],
+			Task: b.Task[j*b.TaskDim : (j+1)*b.TaskDim], Global: b.Global[j*b.GlobalDim : (j+1)*b.GlobalDim]}
 	}
-	in := &Input{
-		Nodes:  HostTensor(nodes, []int64{int64(bs), int64(n), int64(b.NodeDim)}, dev),
-		Task:   HostTensor(b.Task[:bs*b.TaskDim], []int64{int64(bs), int64(b.TaskDim)}, dev),
-		Global: HostTensor(b.Global[:bs*b.GlobalDim], []int64{int64(bs), int64(b.GlobalDim)}, dev),
-		Mask:   HostTensor(mask, []int64{int64(bs), int64(n)}, dev),
-		Valid:  HostTensor(valid, []int64{int64(bs), int64(n)}, dev),
-	}
-	return in
+	return rows.Input(obs, dev)
 }
 
 // Drop frees the batch's tensors.
 func (in *Input) Drop() {
-	for _, t := range []*ts.Tensor{in.Nodes, in.Task, in.Global, in.Mask, in.Valid} {
+	for _, t := range []*ts.Tensor{in.Rows, in.Index, in.Task, in.Global, in.Mask, in.Valid} {
 		t.MustDrop()
 	}
 }
@@ -137,7 +152,12 @@ func kindOf[T float32 | bool | int64]() gotch.DType {
 }
 
 // HostFloats copies a float tensor (any shape, any device) into dst, reusing its storage.
+// It copies straight through libtorch: gotch's CopyData first type-checks dst value by value
+// through reflection, which cost more than a rollout step's forward pass.
 func HostFloats(t *ts.Tensor, dst []float32) []float32 {
+	if k := t.DType(); k != gotch.Float {
+		panic(fmt.Sprintf("HostFloats of a %v tensor", k))
+	}
 	n := int(t.Numel())
 	if cap(dst) < n {
 		dst = make([]float32, n)
@@ -146,11 +166,9 @@ func HostFloats(t *ts.Tensor, dst []float32) []float32 {
 	if n == 0 {
 		return dst
 	}
-	src := t
-	if t.MustDevice() != gotch.CPU {
-		src = t.MustTo(gotch.CPU, false)
-		defer src.MustDrop()
+	lib.AtCopyData(c(t), unsafe.Pointer(&dst[0]), uint(n), 4)
+	if err := ts.TorchErr(); err != nil {
+		panic(fmt.Sprintf("copying a tensor of shape %v to the host: %v", t.MustSize(), err))
 	}
-	src.MustCopyData(dst, uint(n))
 	return dst
 }

@@ -125,42 +125,44 @@ func (o Output) Drop() {
 	o.Value.MustDrop()
 }
 
-// Forward scores every candidate of every observation in the batch.
+// Forward scores every candidate of every observation in the batch. The distinct rows are
+// encoded once and gathered per candidate; the node x task interaction is folded into
+// per-observation score weights, (h ⊙ te) Wi = h (teᵀ ⊙ Wi), so a candidate costs one gather
+// and one small product, not a chain of full-width tensors (PPO's update is bound by them).
 func (n *Net) Forward(in *Input) Output {
-	h := in.Nodes
+	h := in.Rows
 	for l, enc := range n.encoder {
-		h = enc.forward(h, l > 0).MustRelu(true) // [B, N, H]
+		h = enc.forward(h, l > 0).MustRelu(true) // [U, H]
 	}
+	// Padding points one past the last row, at a zero embedding: embeddings are non-negative
+	// (ReLU), so a zero never wins the max over a real node, and Valid keeps it out of the mean.
+	zero := ts.MustZeros([]int64{1, int64(n.Arch.Hidden)}, gotch.Float, h.MustDevice())
+	padded := ts.MustCat([]*ts.Tensor{h, zero}, 0)
+	h.MustDrop()
+	zero.MustDrop()
+	hc := ts.MustEmbedding(padded, in.Index, -1, false, false) // [B, N, H]
+	padded.MustDrop()
+
 	taskIn := ts.MustCat([]*ts.Tensor{in.Task, in.Global}, 1)
 	te := n.task.forward(taskIn, true).MustRelu(true) // [B, H]
 
-	// Pooling over real nodes only: padding rows are zeroed, and since embeddings are
-	// non-negative (ReLU) a zero never wins the max over a real node. Valid may also count
-	// identical nodes sent as one row (finetune does): the mean weighs rows by it, the max
-	// only asks whether a row is real.
-	valid := in.Valid.MustUnsqueeze(-1, false) // [B, N, 1]
-	hv := h.MustMul(valid, false)
+	// Valid may count identical nodes sent as one candidate (merged rows): the mean weighs
+	// candidates by it.
+	valid := in.Valid.MustUnsqueeze(1, false) // [B, 1, N]
 	count := in.Valid.MustSumDimIntlist([]int64{1}, true, gotch.Float, false).MustClampMin(ts.FloatScalar(1), true)
-	mean := hv.MustSumDimIntlist([]int64{1}, false, gotch.Float, true).MustDiv(count, true)
+	mean := valid.MustBmm(hc, true).MustSqueezeDim(1, true).MustDiv(count, true) // [B, H]
 	count.MustDrop()
-	real := valid.MustClampMax(ts.FloatScalar(1), true)
-	maxPool := h.MustMul(real, false).MustAmax([]int64{1}, false, true)
-	real.MustDrop()
+	maxPool := hc.MustAmax([]int64{1}, false, false)
 	context := ts.MustCat([]*ts.Tensor{te, mean, maxPool}, 1) // [B, 3H]
 	mean.MustDrop()
 	maxPool.MustDrop()
 
-	teRow := te.MustUnsqueeze(1, true) // [B, 1, H]
-	s := n.scoreNode.forward(h, false)
-	prod := h.MustMul(teRow, false)
-	teRow.MustDrop()
-	h.MustDrop()
-	inter := n.scoreInteraction.forward(prod, true)
-	s = s.MustAdd(inter, true)
-	inter.MustDrop()
-	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true) // [B, 1, HH]
-	s = s.MustAdd(perSample, true).MustRelu(true)
-	perSample.MustDrop()
+	teCol := te.MustUnsqueeze(-1, true)                                                          // [B, H, 1]
+	w := teCol.MustMul(n.scoreInteraction.w, true).MustAdd(n.scoreNode.w, true)                  // [B, H, HH]
+	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true)                   // [B, 1, HH]
+	s := perSample.MustBaddbmm(hc, w, ts.FloatScalar(1), ts.FloatScalar(1), true).MustRelu(true) // [B, N, HH]
+	hc.MustDrop()
+	w.MustDrop()
 	logits := n.scoreOut.forward(s, true).MustSqueezeDim(-1, true) // [B, N]
 	infeasible := in.Mask.MustLogicalNot(false)
 	logits = logits.MustMaskedFill(infeasible, ts.FloatScalar(MaskedLogit), true)
