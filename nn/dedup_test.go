@@ -161,7 +161,7 @@ func TestRowIndex(t *testing.T) {
 	a, d := net.Arch, net.Arch.NodeDim
 	rng := rand.New(rand.NewPCG(3, 4))
 	first, second := randomObs(a, 30, rng), randomObs(a, 35, rng)
-	copy(second.Nodes, first.Nodes[:10*d])                  // second's nodes 0..9 are first's
+	copy(second.Nodes, first.Nodes[:10*d])                 // second's nodes 0..9 are first's
 	copy(second.Nodes[34*d:35*d], second.Nodes[12*d:13*d]) // and node 34 repeats its node 12
 
 	var x RowIndex
