@@ -14,8 +14,9 @@ import (
 // (count); action is a row.
 type sample struct {
 	obs   env.Observation
-	count []float32 // nodes per row
-	ids   []int32   // each row's id in the rollout's nn.RowIndex
+	count []float32    // nodes per row
+	rows  *nn.RowIndex // numbers the rows: the compactor's
+	ids   []int32
 
 	action int
 	logp   float32 // log-probability of action's row under the rollout policy
@@ -24,17 +25,28 @@ type sample struct {
 	done   bool // the step ended the episode
 }
 
-// compactor merges identical node rows (nn.NodeRows, the placer's merging) and keeps each
-// row's nodes for mapping row logits back to nodes.
+// compactor merges identical node rows (nn.NodeRows, the placer's merging), keeps each
+// row's nodes for mapping row logits back to nodes, and numbers the rows of every observation
+// it compacts since the last forget (an environment's consecutive decisions share most rows).
 type compactor struct {
 	rows    nn.NodeRows
 	members [][]int // node indices of each row
+	index   nn.RowIndex
+	started bool // index has been reset for this numbering
 }
 
-// compact stores obs into s with one row per distinct (features, mask) pair.
+// forget starts a new numbering: ids given before are not to be used again.
+func (c *compactor) forget() { c.started = false }
+
+// compact stores obs into s with one row per distinct (features, mask) pair, numbered.
 func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
+	if !c.started {
+		c.index.Reset(nodeDim)
+		c.started = true
+	}
 	c.rows.Merge(obs, nodeDim, &s.obs)
 	s.count = append(s.count[:0], c.rows.Count...)
+	s.rows, s.ids = &c.index, c.index.Add(&s.obs, s.ids[:0])
 	for len(c.members) < len(s.count) {
 		c.members = append(c.members, nil)
 	}
@@ -47,13 +59,6 @@ func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
 	}
 }
 
-// number gives each row of each sample its id in rows.
-func number(rows *nn.RowIndex, samples []*sample) {
-	for _, s := range samples {
-		s.ids = rows.Add(&s.obs, s.ids[:0])
-	}
-}
-
 // batch is samples padded to their widest row count, on the network's device, each distinct
 // node row once. Padding rows have a false mask and a zero count, so they neither get
 // probability nor enter pooling.
@@ -63,13 +68,13 @@ type batch struct {
 	width    int
 }
 
-// newBatch builds a batch of samples whose rows are numbered in rows.
-func newBatch(rows *nn.RowIndex, samples []*sample, dev gotch.Device) *batch {
+// newBatch builds a batch of samples.
+func newBatch(samples []*sample, dev gotch.Device) *batch {
 	width := 0
 	obs := make([]nn.Observation, len(samples))
 	for j, s := range samples {
 		width = max(width, s.obs.NumNodes)
-		obs[j] = nn.Observation{IDs: s.ids, Mask: s.obs.Mask, Count: s.count, Task: s.obs.Task, Global: s.obs.Global}
+		obs[j] = nn.Observation{Rows: s.rows, IDs: s.ids, Mask: s.obs.Mask, Count: s.count, Task: s.obs.Task, Global: s.obs.Global}
 	}
 	logCount := make([]float32, len(samples)*width)
 	for j, s := range samples {
@@ -78,7 +83,7 @@ func newBatch(rows *nn.RowIndex, samples []*sample, dev gotch.Device) *batch {
 		}
 	}
 	return &batch{
-		in:       rows.Input(obs, dev),
+		in:       nn.BatchInput(obs, dev),
 		logCount: nn.HostTensor(logCount, []int64{int64(len(samples)), int64(width)}, dev),
 		width:    width,
 	}

@@ -37,7 +37,6 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		return heldOut{}, err
 	}
 	samples := make([]sample, len(seeds))
-	var rows nn.RowIndex // the current step's rows
 	nodeLogits := make([][]float32, len(seeds))
 	// Ties break with each workload's policy stream, as sim's runner hands it to a placer.
 	rngs := make([]*rand.Rand, len(seeds))
@@ -62,14 +61,13 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		}
 		if err := sub.parallel(func(k int, s *slot) error {
 			s.ep.Observe(&s.obs)
+			s.rows.forget() // each step's batch is its own
 			s.rows.compact(&s.obs, pol.net.Arch.NodeDim, refs[k])
 			return nil
 		}); err != nil {
 			return heldOut{}, err
 		}
-		rows.Reset(pol.net.Arch.NodeDim)
-		number(&rows, refs)
-		sc := evalPolicy(pol, &rows, refs)
+		sc := evalPolicy(pol, refs)
 		w := sc.width
 		if err := sub.parallel(func(k int, s *slot) error {
 			// Back to one logit per node, so ties break over nodes as the placer's do.

@@ -67,7 +67,7 @@ func (l *learner) refLogp(r *rollout) ([][]float32, error) {
 		for i := lo; i < min(lo+chunk, len(r.samples)); i++ {
 			refs = append(refs, &r.samples[i])
 		}
-		sc := evalPolicy(*l.ref, &r.rows, refs)
+		sc := evalPolicy(*l.ref, refs)
 		for k, s := range refs {
 			out[lo+k] = sc.logp[k*sc.width : k*sc.width+s.obs.NumNodes]
 		}
@@ -141,7 +141,7 @@ func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]f
 			a[k] = float32((float64(a[k]) - m) / (sd + 1e-8))
 		}
 	}
-	b := newBatch(&r.rows, samples, dev)
+	b := newBatch(samples, dev)
 	defer b.drop()
 	var keep []*ts.Tensor // every intermediate, dropped after the step
 	hold := func(t *ts.Tensor) *ts.Tensor { keep = append(keep, t); return t }

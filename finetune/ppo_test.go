@@ -174,7 +174,7 @@ func TestCompactMatchesFullForward(t *testing.T) {
 		full.store(&obs)
 		rows.compact(&obs, pol.net.Arch.NodeDim, &small)
 		if step%100 == 0 {
-			f, s := evalNumbered(pol, &full), evalNumbered(pol, &small)
+			f, s := evalPolicy(pol, []*sample{&full}), evalPolicy(pol, []*sample{&small})
 			if small.obs.NumNodes >= obs.NumNodes {
 				t.Fatalf("step %d: %d rows for %d nodes", step, small.obs.NumNodes, obs.NumNodes)
 			}
@@ -201,14 +201,6 @@ func TestCompactMatchesFullForward(t *testing.T) {
 	}
 }
 
-// evalNumbered is evalPolicy over samples numbered on their own.
-func evalNumbered(pol policy, samples ...*sample) scores {
-	var rows nn.RowIndex
-	rows.Reset(pol.net.Arch.NodeDim)
-	number(&rows, samples)
-	return evalPolicy(pol, &rows, samples)
-}
-
 // store copies obs into s uncompacted, one row per node: the reference for compact.
 func (s *sample) store(obs *env.Observation) {
 	o := &s.obs
@@ -221,6 +213,9 @@ func (s *sample) store(obs *env.Observation) {
 	for range obs.NumNodes {
 		s.count = append(s.count, 1)
 	}
+	s.rows = new(nn.RowIndex)
+	s.rows.Reset(len(obs.Nodes) / max(1, obs.NumNodes))
+	s.ids = s.rows.Add(o, s.ids[:0])
 }
 
 // TestTemperature: the sampled policy is softmax(logits / temperature) over nodes, merged rows
@@ -235,8 +230,8 @@ func TestTemperature(t *testing.T) {
 		if step%50 == 0 {
 			var s sample
 			rows.compact(&obs, net.Arch.NodeDim, &s)
-			hot := evalNumbered(policy{net: net, dev: gotch.CPU, temperature: 1}, &s)
-			cold := evalNumbered(policy{net: net, dev: gotch.CPU, temperature: 0.25}, &s)
+			hot := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 1}, []*sample{&s})
+			cold := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 0.25}, []*sample{&s})
 			// Reference: the node-level softmax of logits / 0.25, summed over each row's nodes.
 			var z float64
 			for r, ok := range s.obs.Mask {

@@ -75,7 +75,8 @@ func (p *pool) start(s *slot, d Draw, actions []int32) error {
 	if err != nil {
 		return err
 	}
-	*s = slot{draw: d, ep: ep, obs: s.obs}
+	// Buffers stay: the rollout's samples still refer to rows' numbering.
+	s.draw, s.ep, s.ret = d, ep, 0
 	for k, a := range actions {
 		if ep.Done() {
 			return fmt.Errorf("episode %+v: replay ended after %d of %d actions", d, k, len(actions))
@@ -127,7 +128,6 @@ func (p *pool) startFresh(idx []int, rng *rand.Rand) error {
 // rollout is one update's experience, step-major: sample t*envs+e.
 type rollout struct {
 	samples []sample
-	rows    nn.RowIndex // numbers the node rows of every sample (and of the bootstrap)
 	envs    int
 	last    []float32 // value of each env's observation after the final step
 	ended   []episodeEnd
@@ -146,7 +146,9 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	refs := make([]*sample, envs)
 	nodes := make([]int, envs)
 	nodeDim := pol.net.Arch.NodeDim
-	r.rows.Reset(nodeDim)
+	for _, s := range p.slots {
+		s.rows.forget() // the last rollout's samples are spent
+	}
 	for t := range steps {
 		if err := p.parallel(func(e int, s *slot) error {
 			s.ep.Observe(&s.obs)
@@ -158,8 +160,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 		for e := range envs {
 			refs[e] = &r.samples[t*envs+e]
 		}
-		number(&r.rows, refs)
-		sc := evalPolicy(pol, &r.rows, refs)
+		sc := evalPolicy(pol, refs)
 		w := sc.width
 		for e, s := range refs {
 			s.action = sampleAction(sc.logp[e*w:(e+1)*w], s.obs.Mask, rng)
@@ -212,8 +213,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	}); err != nil {
 		return err
 	}
-	number(&r.rows, refs)
-	r.last = evalPolicy(pol, &r.rows, refs).value
+	r.last = evalPolicy(pol, refs).value
 	return nil
 }
 
@@ -223,9 +223,9 @@ type scores struct {
 	width               int
 }
 
-// evalPolicy runs one no-grad forward over samples, numbered in rows.
-func evalPolicy(pol policy, rows *nn.RowIndex, samples []*sample) scores {
-	b := newBatch(rows, samples, pol.dev)
+// evalPolicy runs one no-grad forward over samples.
+func evalPolicy(pol policy, samples []*sample) scores {
+	b := newBatch(samples, pol.dev)
 	defer b.drop()
 	var sc scores
 	nn.NoGrad(func() {

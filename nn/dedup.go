@@ -3,6 +3,7 @@ package nn
 import (
 	"bytes"
 	"hash/maphash"
+	"slices"
 	"unsafe"
 
 	"github.com/sugarme/gotch"
@@ -142,11 +143,11 @@ func (r *NodeRows) Input(merged *env.Observation, nodeDim int, dev gotch.Device)
 }
 
 // RowIndex numbers the distinct node rows of many observations. Consecutive decisions of an
-// episode differ in a node or two, so a PPO rollout's thousand observations hold a few percent
-// distinct rows: a batch built by Input encodes each once.
+// episode differ in a node or two, so a PPO rollout's observations of one environment hold a
+// few percent distinct rows: a batch built by BatchInput encodes each once.
 type RowIndex struct {
 	table rowTable
-	stamp []int32 // per id: the batch that last used it, for Input's renumbering
+	stamp []int32 // per id: the batch that last used it, for BatchInput's renumbering
 	local []int32 // per id: its row in that batch
 	batch int32
 }
@@ -168,29 +169,37 @@ func (x *RowIndex) Len() int { return x.table.len() }
 
 // Observation is one observation of a batch in RowIndex terms.
 type Observation struct {
+	Rows         *RowIndex // numbers IDs
 	IDs          []int32   // row id of each candidate
 	Mask         []bool    // feasible candidates
 	Count        []float32 // nodes each candidate stands for (Valid)
 	Task, Global []float32
 }
 
-// Input builds a batch of observations on dev: the distinct rows they use, renumbered in
-// order of first use, and each candidate's row. Padding is zero in Mask and Valid.
-func (x *RowIndex) Input(obs []Observation, dev gotch.Device) *Input {
-	if len(x.stamp) < x.table.len() {
-		x.stamp = append(x.stamp, make([]int32, x.table.len()-len(x.stamp))...)
-		x.local = append(x.local, make([]int32, x.table.len()-len(x.local))...)
-	}
-	x.batch++
-	width := 0
+// BatchInput builds a batch of observations on dev: the distinct rows they use, in order of
+// first use, and each candidate's row. Padding is zero in Mask and Valid. Observations of
+// different RowIndexes may share a batch (their equal rows are then sent once per index).
+func BatchInput(obs []Observation, dev gotch.Device) *Input {
+	width, d := 0, 0
+	var indexes []*RowIndex // those of this batch, each started on a new batch number
 	for _, o := range obs {
-		width = max(width, len(o.IDs))
+		width, d = max(width, len(o.IDs)), o.Rows.table.dim
+		if slices.Contains(indexes, o.Rows) {
+			continue
+		}
+		indexes = append(indexes, o.Rows)
+		x := o.Rows
+		if n := x.table.len(); len(x.stamp) < n {
+			x.stamp = append(x.stamp, make([]int32, n-len(x.stamp))...)
+			x.local = append(x.local, make([]int32, n-len(x.local))...)
+		}
+		x.batch++
 	}
-	d := x.table.dim
 	h := HostInput{Size: len(obs), Width: width, Index: make([]int64, len(obs)*width),
 		Mask: make([]bool, len(obs)*width), Valid: make([]float32, len(obs)*width)}
 	var pad []int // padding positions, pointed past the last row once the rows are known
 	for j, o := range obs {
+		x := o.Rows
 		for i, id := range o.IDs {
 			if x.stamp[id] != x.batch {
 				x.stamp[id], x.local[id] = x.batch, int32(len(h.Rows)/d)
@@ -207,7 +216,7 @@ func (x *RowIndex) Input(obs []Observation, dev gotch.Device) *Input {
 		h.Global = append(h.Global, o.Global...)
 	}
 	for _, p := range pad {
-		h.Index[p] = int64(len(h.Rows) / d)
+		h.Index[p] = int64(len(h.Rows) / max(d, 1))
 	}
 	return newInput(h, d, dev)
 }

@@ -155,7 +155,8 @@ func TestPlacerMergedMatchesFullForward(t *testing.T) {
 }
 
 // RowIndex numbers equal rows alike across observations (and within one), keeps its ids
-// through growth, and a batch built from it scores each observation as a batch of its own.
+// through growth, and a batch built from one or more indexes scores each observation as a
+// batch of its own.
 func TestRowIndex(t *testing.T) {
 	net := testNet(t, 5)
 	a, d := net.Arch, net.Arch.NodeDim
@@ -201,14 +202,20 @@ func TestRowIndex(t *testing.T) {
 		}
 		return c
 	}
+	// A third observation numbered by another index shares the batch.
+	var y RowIndex
+	y.Reset(d)
+	third := randomObs(a, 12, rng)
+	copy(third.Nodes, first.Nodes[:d]) // the same features as a row of x: sent once per index
 	batch := []Observation{
-		{IDs: idsFirst, Mask: first.Mask, Count: ones(30), Task: first.Task, Global: first.Global},
-		{IDs: idsSecond, Mask: second.Mask, Count: ones(35), Task: second.Task, Global: second.Global},
+		{Rows: &x, IDs: idsFirst, Mask: first.Mask, Count: ones(30), Task: first.Task, Global: first.Global},
+		{Rows: &x, IDs: idsSecond, Mask: second.Mask, Count: ones(35), Task: second.Task, Global: second.Global},
+		{Rows: &y, IDs: y.Add(third, nil), Mask: third.Mask, Count: ones(12), Task: third.Task, Global: third.Global},
 	}
 	var logits, values []float32
 	var rows, width int
 	NoGrad(func() {
-		in := x.Input(batch, gotch.CPU)
+		in := BatchInput(batch, gotch.CPU)
 		rows, width = int(in.Rows.MustSize()[0]), int(in.Index.MustSize()[1])
 		index := in.Index.MustView([]int64{-1}, false).Int64Values(true)
 		for i := 30; i < 35; i++ { // the first observation's padding points past the last row
@@ -221,10 +228,10 @@ func TestRowIndex(t *testing.T) {
 		logits, values = HostFloats(out.Logits, nil), HostFloats(out.Value, nil)
 		out.Drop()
 	})
-	if rows != 54 || width != 35 {
-		t.Fatalf("batch of %d rows, width %d; want 54 and 35", rows, width)
+	if rows != 54+12 || width != 35 {
+		t.Fatalf("batch of %d rows, width %d; want 66 and 35", rows, width)
 	}
-	for j, o := range []*env.Observation{first, second} {
+	for j, o := range []*env.Observation{first, second, third} {
 		alone, v := forward(t, net, o.NumNodes, o)
 		if d := math.Abs(float64(v[0] - values[j])); d > 1e-4 {
 			t.Errorf("observation %d: value %v in the batch, %v alone", j, values[j], v[0])

@@ -96,16 +96,16 @@ func (b *HostBatch) Tensors(dev gotch.Device) *Input {
 	for i := range ones {
 		ones[i] = 1
 	}
-	var rows RowIndex
+	rows := new(RowIndex)
 	rows.Reset(b.NodeDim)
 	obs := make([]Observation, bs)
 	for j := range bs {
 		k := int(b.NumNodes[j])
 		o := env.Observation{NumNodes: k, Nodes: b.Nodes[j*b.MaxNodes*b.NodeDim : (j*b.MaxNodes+k)*b.NodeDim]}
-		obs[j] = Observation{IDs: rows.Add(&o, nil), Mask: b.Mask[j*b.MaxNodes : j*b.MaxNodes+k], Count: ones[:k],
+		obs[j] = Observation{Rows: rows, IDs: rows.Add(&o, nil), Mask: b.Mask[j*b.MaxNodes : j*b.MaxNodes+k], Count: ones[:k],
 			Task: b.Task[j*b.TaskDim : (j+1)*b.TaskDim], Global: b.Global[j*b.GlobalDim : (j+1)*b.GlobalDim]}
 	}
-	return rows.Input(obs, dev)
+	return BatchInput(obs, dev)
 }
 
 // Drop frees the batch's tensors.
