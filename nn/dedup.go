@@ -177,7 +177,7 @@ type Observation struct {
 }
 
 // BatchInput builds a batch of observations on dev: the distinct rows they use, in order of
-// first use, and each candidate's row. Padding is zero in Mask and Valid. Observations of
+// first use, and each candidate's row. Observations of
 // different RowIndexes may share a batch (their equal rows are then sent once per index).
 func BatchInput(obs []Observation, dev gotch.Device) *Input {
 	width, d := 0, 0
@@ -197,7 +197,6 @@ func BatchInput(obs []Observation, dev gotch.Device) *Input {
 	}
 	h := HostInput{Size: len(obs), Width: width, Index: make([]int64, len(obs)*width),
 		Mask: make([]bool, len(obs)*width), Valid: make([]float32, len(obs)*width)}
-	var pad []int // padding positions, pointed past the last row once the rows are known
 	for j, o := range obs {
 		x := o.Rows
 		for i, id := range o.IDs {
@@ -207,16 +206,10 @@ func BatchInput(obs []Observation, dev gotch.Device) *Input {
 			}
 			h.Index[j*width+i] = int64(x.local[id])
 		}
-		for i := len(o.IDs); i < width; i++ {
-			pad = append(pad, j*width+i)
-		}
 		copy(h.Mask[j*width:], o.Mask)
 		copy(h.Valid[j*width:], o.Count)
 		h.Task = append(h.Task, o.Task...)
 		h.Global = append(h.Global, o.Global...)
-	}
-	for _, p := range pad {
-		h.Index[p] = int64(len(h.Rows) / max(d, 1))
 	}
 	return newInput(h, d, dev)
 }

@@ -216,12 +216,9 @@ func TestRowIndex(t *testing.T) {
 	var rows, width int
 	NoGrad(func() {
 		in := BatchInput(batch, gotch.CPU)
-		rows, width = int(in.Rows.MustSize()[0]), int(in.Index.MustSize()[1])
-		index := in.Index.MustView([]int64{-1}, false).Int64Values(true)
-		for i := 30; i < 35; i++ { // the first observation's padding points past the last row
-			if index[i] != int64(rows) {
-				t.Errorf("padding at %d points to row %d, want %d", i, index[i], rows)
-			}
+		rows, width = int(in.Rows.MustSize()[0]), int(in.Mask.MustSize()[1])
+		if pooled := in.Pool.MustSize()[0]; pooled != 30+35+12 {
+			t.Errorf("%d candidates pooled, want 77 (padding is not a candidate)", pooled)
 		}
 		out := net.Forward(in)
 		in.Drop()

@@ -51,36 +51,79 @@ func (b *HostBatch) Put(j int, obs *env.Observation) error {
 	return nil
 }
 
-// Input is a batch on the network's device. Each distinct node row is sent once (Rows) and
-// every candidate names its row (Index): a PPO rollout's observations share most rows.
+// Input is a batch on the network's device. Each distinct node row is sent once (Rows): a PPO
+// rollout's observations share most rows. The context pools read every candidate's row; the
+// score head runs on feasible candidates only, a few percent of a busy cluster's rows.
 type Input struct {
 	Rows   *ts.Tensor // [U, NodeDim]: distinct node rows
-	Index  *ts.Tensor // [B, N] int64: each candidate's row in Rows; U (past the last) on padding
 	Task   *ts.Tensor // [B, TaskDim]
 	Global *ts.Tensor // [B, GlobalDim]
 	Mask   *ts.Tensor // [B, N] bool: feasible candidates
-	Valid  *ts.Tensor // [B, N] float: nodes a candidate stands for (1 unmerged), 0 on padding
+
+	// Observation b's candidates are Pool[PoolStart[b]:PoolStart[b+1]] (rows of Rows), each
+	// weighted in the mean by the nodes it stands for (PoolWeight; Count is their sum).
+	Pool, PoolStart, PoolWeight, Count *ts.Tensor
+	// Feasible [B, F] is the row of each feasible candidate, FeasibleAt [B, F] its column;
+	// padding is row 0 and column N.
+	Feasible, FeasibleAt *ts.Tensor
 }
 
-// HostInput is an Input in host memory.
+// HostInput is a batch in host memory, one column per candidate.
 type HostInput struct {
 	Size, Width  int
 	Rows         []float32 // U x NodeDim
-	Index        []int64   // Size x Width
+	Index        []int64   // Size x Width: each candidate's row in Rows (any value on padding)
 	Task, Global []float32 // Size x TaskDim, Size x GlobalDim
-	Mask         []bool    // Size x Width
-	Valid        []float32 // Size x Width
+	Mask         []bool    // Size x Width: feasible candidates; false on padding
+	Valid        []float32 // Size x Width: nodes a candidate stands for (1 unmerged); 0 on padding
 }
 
 func newInput(h HostInput, nodeDim int, dev gotch.Device) *Input {
 	b, n := int64(h.Size), int64(h.Width)
+	var pool, start []int64
+	var weight, count []float32
+	feasible := 1 // at least one column, so no tensor is empty
+	for j := range h.Size {
+		start = append(start, int64(len(pool)))
+		var c float32
+		f := 0
+		for i := j * h.Width; i < (j+1)*h.Width; i++ {
+			if h.Valid[i] > 0 {
+				pool, weight = append(pool, h.Index[i]), append(weight, h.Valid[i])
+				c += h.Valid[i]
+			}
+			if h.Mask[i] {
+				f++
+			}
+		}
+		count, feasible = append(count, max(c, 1)), max(feasible, f)
+	}
+	rows := make([]int64, h.Size*feasible)
+	at := make([]int64, h.Size*feasible)
+	for j := range h.Size {
+		k := j * feasible
+		for i := range h.Width {
+			if h.Mask[j*h.Width+i] {
+				rows[k], at[k] = h.Index[j*h.Width+i], int64(i)
+				k++
+			}
+		}
+		for ; k < (j+1)*feasible; k++ {
+			at[k] = n
+		}
+	}
+	f := int64(feasible)
 	return &Input{
-		Rows:   HostTensor(h.Rows, []int64{int64(len(h.Rows) / nodeDim), int64(nodeDim)}, dev),
-		Index:  HostTensor(h.Index, []int64{b, n}, dev),
-		Task:   HostTensor(h.Task, []int64{b, int64(len(h.Task)) / max(b, 1)}, dev),
-		Global: HostTensor(h.Global, []int64{b, int64(len(h.Global)) / max(b, 1)}, dev),
-		Mask:   HostTensor(h.Mask, []int64{b, n}, dev),
-		Valid:  HostTensor(h.Valid, []int64{b, n}, dev),
+		Rows:       HostTensor(h.Rows, []int64{int64(len(h.Rows) / nodeDim), int64(nodeDim)}, dev),
+		Task:       HostTensor(h.Task, []int64{b, int64(len(h.Task)) / max(b, 1)}, dev),
+		Global:     HostTensor(h.Global, []int64{b, int64(len(h.Global)) / max(b, 1)}, dev),
+		Mask:       HostTensor(h.Mask, []int64{b, n}, dev),
+		Pool:       HostTensor(pool, []int64{int64(len(pool))}, dev),
+		PoolStart:  HostTensor(start, []int64{b}, dev),
+		PoolWeight: HostTensor(weight, []int64{int64(len(weight))}, dev),
+		Count:      HostTensor(count, []int64{b, 1}, dev),
+		Feasible:   HostTensor(rows, []int64{b, f}, dev),
+		FeasibleAt: HostTensor(at, []int64{b, f}, dev),
 	}
 }
 
@@ -110,7 +153,7 @@ func (b *HostBatch) Tensors(dev gotch.Device) *Input {
 
 // Drop frees the batch's tensors.
 func (in *Input) Drop() {
-	for _, t := range []*ts.Tensor{in.Rows, in.Index, in.Task, in.Global, in.Mask, in.Valid} {
+	for _, t := range []*ts.Tensor{in.Rows, in.Task, in.Global, in.Mask, in.Pool, in.PoolStart, in.PoolWeight, in.Count, in.Feasible, in.FeasibleAt} {
 		t.MustDrop()
 	}
 }

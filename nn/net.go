@@ -125,52 +125,65 @@ func (o Output) Drop() {
 	o.Value.MustDrop()
 }
 
-// Forward scores every candidate of every observation in the batch. The distinct rows are
-// encoded once and gathered per candidate; the node x task interaction is folded into
-// per-observation score weights, (h ⊙ te) Wi = h (teᵀ ⊙ Wi), so a candidate costs one gather
-// and one small product, not a chain of full-width tensors (PPO's update is bound by them).
+// Forward scores every candidate of every observation in the batch. Distinct rows are
+// encoded once; the pools read them per candidate without copying them out (embedding bags);
+// and only feasible candidates go through the score head, where the node x task interaction
+// is folded into per-observation weights, (h ⊙ te) Wi = h (teᵀ ⊙ Wi). Infeasible candidates
+// get MaskedLogit without being scored.
 func (n *Net) Forward(in *Input) Output {
 	h := in.Rows
 	for l, enc := range n.encoder {
 		h = enc.forward(h, l > 0).MustRelu(true) // [U, H]
 	}
-	// Padding points one past the last row, at a zero embedding: embeddings are non-negative
-	// (ReLU), so a zero never wins the max over a real node, and Valid keeps it out of the mean.
-	zero := ts.MustZeros([]int64{1, int64(n.Arch.Hidden)}, gotch.Float, h.MustDevice())
-	padded := ts.MustCat([]*ts.Tensor{h, zero}, 0)
-	h.MustDrop()
-	zero.MustDrop()
-	hc := ts.MustEmbedding(padded, in.Index, -1, false, false) // [B, N, H]
-	padded.MustDrop()
-
 	taskIn := ts.MustCat([]*ts.Tensor{in.Task, in.Global}, 1)
 	te := n.task.forward(taskIn, true).MustRelu(true) // [B, H]
 
-	// Valid may count identical nodes sent as one candidate (merged rows): the mean weighs
-	// candidates by it.
-	valid := in.Valid.MustUnsqueeze(1, false) // [B, 1, N]
-	count := in.Valid.MustSumDimIntlist([]int64{1}, true, gotch.Float, false).MustClampMin(ts.FloatScalar(1), true)
-	mean := valid.MustBmm(hc, true).MustSqueezeDim(1, true).MustDiv(count, true) // [B, H]
-	count.MustDrop()
-	maxPool := hc.MustAmax([]int64{1}, false, false)
+	// Pools over every candidate: the mean weighs a merged row by the nodes it stands for; the
+	// max only asks whether a row is there.
+	sum := bag(h, in, embeddingBagSum, in.PoolWeight)
+	mean := sum.MustDiv(in.Count, true)
+	maxPool := bag(h, in, embeddingBagMax, noTensor)
 	context := ts.MustCat([]*ts.Tensor{te, mean, maxPool}, 1) // [B, 3H]
 	mean.MustDrop()
 	maxPool.MustDrop()
 
-	teCol := te.MustUnsqueeze(-1, true)                                                          // [B, H, 1]
-	w := teCol.MustMul(n.scoreInteraction.w, true).MustAdd(n.scoreNode.w, true)                  // [B, H, HH]
-	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true)                   // [B, 1, HH]
-	s := perSample.MustBaddbmm(hc, w, ts.FloatScalar(1), ts.FloatScalar(1), true).MustRelu(true) // [B, N, HH]
-	hc.MustDrop()
+	hf := ts.MustEmbedding(h, in.Feasible, -1, false, false) // [B, F, H]
+	h.MustDrop()
+	teCol := te.MustUnsqueeze(-1, true)                                         // [B, H, 1]
+	w := teCol.MustMul(n.scoreInteraction.w, true).MustAdd(n.scoreNode.w, true) // [B, H, HH]
+	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true)  // [B, 1, HH]
+	s := perSample.MustBaddbmm(hf, w, ts.FloatScalar(1), ts.FloatScalar(1), true).MustRelu(true)
+	hf.MustDrop()
 	w.MustDrop()
-	logits := n.scoreOut.forward(s, true).MustSqueezeDim(-1, true) // [B, N]
-	infeasible := in.Mask.MustLogicalNot(false)
-	logits = logits.MustMaskedFill(infeasible, ts.FloatScalar(MaskedLogit), true)
-	infeasible.MustDrop()
+	scores := n.scoreOut.forward(s, true).MustSqueezeDim(-1, true) // [B, F]
+	// Into columns: padding lands in the extra column N, cut off after.
+	size := in.Mask.MustSize()
+	all := ts.MustFull([]int64{size[0], size[1] + 1}, ts.FloatScalar(MaskedLogit), gotch.Float, scores.MustDevice())
+	placed := all.MustScatter(1, in.FeasibleAt, scores, true)
+	scores.MustDrop()
+	logits := placed.MustNarrow(1, 0, size[1], true) // [B, N]
 
 	v := n.value1.forward(context, true).MustRelu(true)
 	v = n.value2.forward(v, true).MustSqueezeDim(-1, true).MustMulScalar(ts.FloatScalar(n.Arch.ValueScale), true)
 	return Output{Logits: logits, Value: v}
+}
+
+// Modes of libtorch's embedding_bag.
+const (
+	embeddingBagSum = 0
+	embeddingBagMax = 2
+)
+
+// noTensor is libtorch's absent optional tensor.
+var noTensor = new(ts.Tensor)
+
+// bag reduces each observation's candidate rows of h ([U, H]) to one [B, H] row.
+func bag(h *ts.Tensor, in *Input, mode int64, weight *ts.Tensor) *ts.Tensor {
+	out, offset2bag, size, argmax := ts.MustEmbeddingBag(h, in.Pool, in.PoolStart, false, mode, false, weight, false)
+	offset2bag.MustDrop()
+	size.MustDrop()
+	argmax.MustDrop()
+	return out
 }
 
 // linear is y = x W + b with W stored [in, out], initialised as PyTorch's nn.Linear is

@@ -73,7 +73,7 @@ func forward(t *testing.T, net *Net, maxNodes int, obs ...*env.Observation) ([][
 	var width int
 	NoGrad(func() {
 		in := b.Tensors(gotch.CPU)
-		width = int(in.Index.MustSize()[1])
+		width = int(in.Mask.MustSize()[1])
 		out := net.Forward(in)
 		in.Drop()
 		logits, values = HostFloats(out.Logits, nil), HostFloats(out.Value, nil)
