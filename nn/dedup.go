@@ -195,8 +195,17 @@ func BatchInput(obs []Observation, dev gotch.Device) *Input {
 		}
 		x.batch++
 	}
+	candidates := 0
+	for _, o := range obs {
+		candidates += len(o.IDs)
+	}
 	h := HostInput{Size: len(obs), Width: width, Index: make([]int64, len(obs)*width),
-		Mask: make([]bool, len(obs)*width), Valid: make([]float32, len(obs)*width)}
+		Mask: make([]bool, len(obs)*width), Valid: make([]float32, len(obs)*width),
+		Rows: make([]float32, 0, candidates*d)}
+	if len(obs) > 0 {
+		h.Task = make([]float32, 0, len(obs)*len(obs[0].Task))
+		h.Global = make([]float32, 0, len(obs)*len(obs[0].Global))
+	}
 	for j, o := range obs {
 		x := o.Rows
 		for i, id := range o.IDs {

@@ -80,8 +80,8 @@ type HostInput struct {
 
 func newInput(h HostInput, nodeDim int, dev gotch.Device) *Input {
 	b, n := int64(h.Size), int64(h.Width)
-	var pool, start []int64
-	var weight, count []float32
+	pool, start := make([]int64, 0, len(h.Index)), make([]int64, 0, h.Size)
+	weight, count := make([]float32, 0, len(h.Index)), make([]float32, 0, h.Size)
 	feasible := 1 // at least one column, so no tensor is empty
 	for j := range h.Size {
 		start = append(start, int64(len(pool)))

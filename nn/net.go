@@ -149,15 +149,17 @@ func (n *Net) Forward(in *Input) Output {
 
 	hf := ts.MustEmbedding(h, in.Feasible, -1, false, false) // [B, F, H]
 	h.MustDrop()
-	teCol := te.MustUnsqueeze(-1, true)                                         // [B, H, 1]
-	w := teCol.MustMul(n.scoreInteraction.w, true).MustAdd(n.scoreNode.w, true) // [B, H, HH]
-	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true)  // [B, 1, HH]
+	teCol := te.MustUnsqueeze(-1, true)                                // [B, H, 1]
+	w := n.scoreNode.w.MustAddcmul(teCol, n.scoreInteraction.w, false) // [B, H, HH]
+	teCol.MustDrop()
+	perSample := n.scoreContext.forward(context, false).MustUnsqueeze(1, true) // [B, 1, HH]
 	s := perSample.MustBaddbmm(hf, w, ts.FloatScalar(1), ts.FloatScalar(1), true).MustRelu(true)
 	hf.MustDrop()
 	w.MustDrop()
-	scores := n.scoreOut.forward(s, true).MustSqueezeDim(-1, true) // [B, F]
+	size, feasible := in.Mask.MustSize(), in.Feasible.MustSize()
+	flat := s.MustView([]int64{-1, int64(n.Arch.HeadHidden)}, true)
+	scores := n.scoreOut.forward(flat, true).MustView(feasible, true) // [B, F]
 	// Into columns: padding lands in the extra column N, cut off after.
-	size := in.Mask.MustSize()
 	all := ts.MustFull([]int64{size[0], size[1] + 1}, ts.FloatScalar(MaskedLogit), gotch.Float, scores.MustDevice())
 	placed := all.MustScatter(1, in.FeasibleAt, scores, true)
 	scores.MustDrop()
@@ -202,8 +204,16 @@ func (n *Net) linear(name string, in, out int, bias bool) linear {
 	return l
 }
 
-// forward applies the layer; del frees x.
+// forward applies the layer; del frees x. A matrix input with a bias takes one fused op
+// (addmm): a rollout step's forward is bound by the number of ops, not their arithmetic.
 func (l linear) forward(x *ts.Tensor, del bool) *ts.Tensor {
+	if l.b != nil && x.Dim() == 2 {
+		y := l.b.MustAddmm(x, l.w, false)
+		if del {
+			x.MustDrop()
+		}
+		return y
+	}
 	y := x.MustMatmul(l.w, del)
 	if l.b != nil {
 		y = y.MustAdd(l.b, true)
