@@ -282,3 +282,27 @@ func TestAdamResumesExactlyAndMatchesLibtorch(t *testing.T) {
 		}
 	}
 }
+
+// An observation with no feasible candidate (the score head's padding only) gets MaskedLogit
+// everywhere, and does not disturb its neighbour's scores.
+func TestForwardWithoutFeasibleCandidates(t *testing.T) {
+	net := testNet(t, 6)
+	rng := rand.New(rand.NewPCG(5, 6))
+	none, some := randomObs(net.Arch, 9, rng), randomObs(net.Arch, 12, rng)
+	clear(none.Mask)
+	batched, values := forward(t, net, 12, none, some)
+	alone, _ := forward(t, net, 12, some)
+	for i, l := range batched[0] {
+		if l != MaskedLogit {
+			t.Errorf("node %d of an observation with no feasible node: logit %v", i, l)
+		}
+	}
+	if math.IsNaN(float64(values[0])) || math.IsInf(float64(values[0]), 0) {
+		t.Errorf("value %v", values[0])
+	}
+	for i := range some.NumNodes {
+		if d := math.Abs(float64(batched[1][i] - alone[0][i])); d > 1e-5 {
+			t.Errorf("node %d: logit %v next to an all-infeasible observation, %v alone", i, batched[1][i], alone[0][i])
+		}
+	}
+}
