@@ -59,6 +59,7 @@ type Input struct {
 	Task   *ts.Tensor // [B, TaskDim]
 	Global *ts.Tensor // [B, GlobalDim]
 	Mask   *ts.Tensor // [B, N] bool: feasible candidates
+	Index  *ts.Tensor // [B, N] int64: each candidate's row in Rows; U (past the last) on padding
 
 	// Observation b's candidates are Pool[PoolStart[b]:PoolStart[b+1]] (rows of Rows), each
 	// weighted in the mean by the nodes it stands for (PoolWeight; Count is their sum).
@@ -98,6 +99,14 @@ func newInput(h HostInput, nodeDim int, dev gotch.Device) *Input {
 		}
 		count, feasible = append(count, max(c, 1)), max(feasible, f)
 	}
+	index := make([]int64, len(h.Index))
+	u := int64(len(h.Rows) / nodeDim)
+	for i, r := range h.Index {
+		index[i] = u
+		if h.Valid[i] > 0 {
+			index[i] = r
+		}
+	}
 	rows := make([]int64, h.Size*feasible)
 	at := make([]int64, h.Size*feasible)
 	for j := range h.Size {
@@ -118,6 +127,7 @@ func newInput(h HostInput, nodeDim int, dev gotch.Device) *Input {
 		Task:       HostTensor(h.Task, []int64{b, int64(len(h.Task)) / max(b, 1)}, dev),
 		Global:     HostTensor(h.Global, []int64{b, int64(len(h.Global)) / max(b, 1)}, dev),
 		Mask:       HostTensor(h.Mask, []int64{b, n}, dev),
+		Index:      HostTensor(index, []int64{b, n}, dev),
 		Pool:       HostTensor(pool, []int64{int64(len(pool))}, dev),
 		PoolStart:  HostTensor(start, []int64{b}, dev),
 		PoolWeight: HostTensor(weight, []int64{int64(len(weight))}, dev),
@@ -153,7 +163,7 @@ func (b *HostBatch) Tensors(dev gotch.Device) *Input {
 
 // Drop frees the batch's tensors.
 func (in *Input) Drop() {
-	for _, t := range []*ts.Tensor{in.Rows, in.Task, in.Global, in.Mask, in.Pool, in.PoolStart, in.PoolWeight, in.Count, in.Feasible, in.FeasibleAt} {
+	for _, t := range []*ts.Tensor{in.Rows, in.Task, in.Global, in.Mask, in.Index, in.Pool, in.PoolStart, in.PoolWeight, in.Count, in.Feasible, in.FeasibleAt} {
 		t.MustDrop()
 	}
 }

@@ -142,7 +142,7 @@ func (n *Net) Forward(in *Input) Output {
 	// max only asks whether a row is there.
 	sum := bag(h, in, embeddingBagSum, in.PoolWeight)
 	mean := sum.MustDiv(in.Count, true)
-	maxPool := bag(h, in, embeddingBagMax, noTensor)
+	maxPool := n.maxPool(h, in)
 	context := ts.MustCat([]*ts.Tensor{te, mean, maxPool}, 1) // [B, 3H]
 	mean.MustDrop()
 	maxPool.MustDrop()
@@ -168,6 +168,24 @@ func (n *Net) Forward(in *Input) Output {
 	v := n.value1.forward(context, true).MustRelu(true)
 	v = n.value2.forward(v, true).MustSqueezeDim(-1, true).MustMulScalar(ts.FloatScalar(n.Arch.ValueScale), true)
 	return Output{Logits: logits, Value: v}
+}
+
+// maxPool is each observation's element-wise max over its candidates' rows of h. With
+// gradients it is an embedding bag, whose backward only routes [B, H] values; without them
+// (rollouts, the reference policy) the candidates' rows are gathered and reduced, which is
+// several times faster than the bag's scalar loop. Both are exact, so they agree bit for bit.
+func (n *Net) maxPool(h *ts.Tensor, in *Input) *ts.Tensor {
+	if h.MustRequiresGrad() {
+		return bag(h, in, embeddingBagMax, noTensor)
+	}
+	// Padding points one past the last row, at a zero row: embeddings are non-negative (ReLU),
+	// so a zero never wins over a real candidate.
+	zero := ts.MustZeros([]int64{1, int64(n.Arch.Hidden)}, gotch.Float, h.MustDevice())
+	padded := ts.MustCat([]*ts.Tensor{h, zero}, 0)
+	zero.MustDrop()
+	hc := ts.MustEmbedding(padded, in.Index, -1, false, false) // [B, N, H]
+	padded.MustDrop()
+	return hc.MustAmax([]int64{1}, false, true)
 }
 
 // Modes of libtorch's embedding_bag.

@@ -306,3 +306,31 @@ func TestForwardWithoutFeasibleCandidates(t *testing.T) {
 		}
 	}
 }
+
+// The max pool is computed two ways, by whether gradients are tracked; both are exact, so a
+// forward pass gives the same output with and without them.
+func TestForwardSameWithAndWithoutGrad(t *testing.T) {
+	net := testNet(t, 7)
+	rng := rand.New(rand.NewPCG(7, 8))
+	b := NewHostBatch(net.Arch, 3, 40)
+	for j, n := range []int{40, 17, 29} {
+		if err := b.Put(j, randomObs(net.Arch, n, rng)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := b.Tensors(gotch.CPU)
+	defer in.Drop()
+	run := func(mode func(func())) (logits, values []float32) {
+		mode(func() {
+			out := net.Forward(in)
+			logits, values = HostFloats(out.Logits, nil), HostFloats(out.Value, nil)
+			out.Drop()
+		})
+		return logits, values
+	}
+	la, va := run(NoGrad)
+	lb, vb := run(WithGrad)
+	if !slices.Equal(la, lb) || !slices.Equal(va, vb) {
+		t.Errorf("outputs differ with and without gradients: values %v and %v", va, vb)
+	}
+}
