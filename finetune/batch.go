@@ -16,7 +16,7 @@ type sample struct {
 	obs   env.Observation
 	count []float32    // nodes per row
 	rows  *nn.RowIndex // numbers the rows: the compactor's
-	ids   []int32
+	ids   []int32      // each row's id in rows
 
 	action int
 	logp   float32 // log-probability of action's row under the rollout policy

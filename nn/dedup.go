@@ -84,7 +84,7 @@ func (t *rowTable) grow() {
 
 // NodeRows merges identical node rows of an observation. A cluster holds hundreds of nodes in
 // the same state (idle nodes of one model, above all), and the network scores identical rows
-// identically, so sending each distinct row once with its multiplicity in Input.Valid gives the
+// identically, so sending each distinct row once with its multiplicity (Input.PoolWeight) gives the
 // same output over nodes at a fraction of the cost: the mean pool weighs a row by its count,
 // the max pool only asks whether it is real. On the 1213-node openb cluster an FGD-like episode
 // has ~137 distinct rows per decision. A NodeRows reuses its buffers: after warm-up a Merge
@@ -177,13 +177,13 @@ type Observation struct {
 }
 
 // BatchInput builds a batch of observations on dev: the distinct rows they use, in order of
-// first use, and each candidate's row. Observations of
-// different RowIndexes may share a batch (their equal rows are then sent once per index).
+// first use, and each candidate's row. Observations of different RowIndexes may share a batch
+// (their equal rows are then sent once per index).
 func BatchInput(obs []Observation, dev gotch.Device) *Input {
-	width, d := 0, 0
+	width, d, candidates := 0, 0, 0
 	var indexes []*RowIndex // those of this batch, each started on a new batch number
 	for _, o := range obs {
-		width, d = max(width, len(o.IDs)), o.Rows.table.dim
+		width, d, candidates = max(width, len(o.IDs)), o.Rows.table.dim, candidates+len(o.IDs)
 		if slices.Contains(indexes, o.Rows) {
 			continue
 		}
@@ -194,10 +194,6 @@ func BatchInput(obs []Observation, dev gotch.Device) *Input {
 			x.local = append(x.local, make([]int32, n-len(x.local))...)
 		}
 		x.batch++
-	}
-	candidates := 0
-	for _, o := range obs {
-		candidates += len(o.IDs)
 	}
 	h := HostInput{Size: len(obs), Width: width, Index: make([]int64, len(obs)*width),
 		Mask: make([]bool, len(obs)*width), Valid: make([]float32, len(obs)*width),
