@@ -59,7 +59,9 @@ type Input struct {
 	Task   *ts.Tensor // [B, TaskDim]
 	Global *ts.Tensor // [B, GlobalDim]
 	Mask   *ts.Tensor // [B, N] bool: feasible candidates
-	Index  *ts.Tensor // [B, N] int64: each candidate's row in Rows, U (past the last) on padding; for the max pool without gradients
+	// Index [B, N] is each candidate's row in Rows, U (past the last) on padding: the max
+	// pool's layout without gradients.
+	Index *ts.Tensor
 
 	// Observation b's candidates are Pool[PoolStart[b]:PoolStart[b+1]] (rows of Rows), each
 	// weighted in the mean by the nodes it stands for (PoolWeight; Count is their sum).
