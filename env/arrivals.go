@@ -53,3 +53,11 @@ func (a *Arrivals) Step(act Action) (Result, error) {
 
 // Failed is the number of tasks that found no feasible node.
 func (a *Arrivals) Failed() int { return a.failed }
+
+// Progress is the share of the workload's tasks that have arrived, from 0 to 1.
+func (a *Arrivals) Progress() float64 {
+	if len(a.tasks) == 0 {
+		return 1
+	}
+	return float64(a.next) / float64(len(a.tasks))
+}

@@ -258,3 +258,43 @@ func TestTemperature(t *testing.T) {
 		}
 	}
 }
+
+// Staggering leaves copy i of n at least i/n of the way through its episode, by no more
+// decisions than that takes, with the decisions recorded for a resume to replay.
+func TestStagger(t *testing.T) {
+	cfg := smallConfig(t, "none", t.TempDir())
+	eps, err := newEpisodes(cfg.Finetune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	pl := &pool{eps: eps, slots: make([]*slot, n), workers: 2}
+	for i := range pl.slots {
+		pl.slots[i] = &slot{}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	if err := pl.startFresh(allSlots(n), rng); err != nil {
+		t.Fatal(err)
+	}
+	pol := policy{net: pretrainedNet(t), dev: gotch.CPU, temperature: 1}
+	if err := pl.stagger(pol, rng); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range pl.slots {
+		if got := s.ep.(placementEpisode).Progress(); got < float64(i)/n {
+			t.Errorf("copy %d: progress %.3f, want >= %.3f", i, got, float64(i)/n)
+		}
+		// One decision fewer must not have reached the target: replay all but the last.
+		if len(s.actions) > 0 {
+			var again slot
+			if err := pl.start(&again, s.draw, s.actions[:len(s.actions)-1]); err != nil {
+				t.Fatal(err)
+			}
+			if got := again.ep.(placementEpisode).Progress(); got >= float64(i)/n {
+				t.Errorf("copy %d: progress %.3f already one decision earlier", i, got)
+			}
+		} else if i > 0 {
+			t.Errorf("copy %d made no decision", i)
+		}
+	}
+}

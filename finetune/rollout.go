@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"sync"
 
 	"github.com/schedrl/schedrl/env"
@@ -143,56 +142,19 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	envs := len(p.slots)
 	steps := len(r.samples) / envs
 	r.ended = r.ended[:0]
-	refs := make([]*sample, envs)
-	nodes := make([]int, envs)
-	nodeDim := pol.net.Arch.NodeDim
 	for _, s := range p.slots {
 		s.rows.forget() // the last rollout's samples are spent
 	}
+	all := allSlots(envs)
+	refs := make([]*sample, envs)
 	for t := range steps {
-		if err := p.parallel(func(e int, s *slot) error {
-			s.ep.Observe(&s.obs)
-			s.rows.compact(&s.obs, nodeDim, &r.samples[t*envs+e])
-			return nil
-		}); err != nil {
-			return err
-		}
 		for e := range envs {
 			refs[e] = &r.samples[t*envs+e]
 		}
-		sc := evalPolicy(pol, refs)
-		w := sc.width
-		for e, s := range refs {
-			s.action = sampleAction(sc.logp[e*w:(e+1)*w], s.obs.Mask, rng)
-			s.logp, s.value = sc.logp[e*w+s.action], sc.value[e]
-			// Any node of the row: they are the same to the network.
-			members := p.slots[e].rows.members[s.action]
-			nodes[e] = members[0]
-			if len(members) > 1 {
-				nodes[e] = members[rng.IntN(len(members))]
-			}
-		}
-		var done []int
-		var mu sync.Mutex
-		if err := p.parallel(func(e int, s *slot) error {
-			smp := refs[e]
-			res, err := s.ep.Step(env.Action{Candidate: nodes[e]})
-			if err != nil {
-				return fmt.Errorf("episode %+v step %d: %w", s.draw, len(s.actions), err)
-			}
-			s.actions = append(s.actions, int32(nodes[e]))
-			s.ret += res.Reward
-			smp.reward, smp.done = float32(res.Reward), res.Done
-			if res.Done {
-				mu.Lock()
-				done = append(done, e)
-				mu.Unlock()
-			}
-			return nil
-		}); err != nil {
+		done, err := p.act(pol, all, refs, rng)
+		if err != nil {
 			return err
 		}
-		slices.Sort(done)
 		for _, e := range done {
 			s := p.slots[e]
 			end := s.ep.outcome()
@@ -205,6 +167,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	}
 	// Bootstrap values of where each env stands now.
 	last := make([]sample, envs)
+	nodeDim := pol.net.Arch.NodeDim
 	if err := p.parallel(func(e int, s *slot) error {
 		s.ep.Observe(&s.obs)
 		s.rows.compact(&s.obs, nodeDim, &last[e])
@@ -215,6 +178,99 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	}
 	r.last = evalPolicy(pol, refs).value
 	return nil
+}
+
+// act is one step of the slots idx (ascending): it observes them into out (one sample per
+// slot of idx), samples their actions with one batched forward, steps them, and returns those
+// whose episode ended, in order.
+func (p *pool) act(pol policy, idx []int, out []*sample, rng *rand.Rand) ([]int, error) {
+	pos := make(map[int]int, len(idx))
+	for k, i := range idx {
+		pos[i] = k
+	}
+	nodeDim := pol.net.Arch.NodeDim
+	if err := p.parallel(func(i int, s *slot) error {
+		if k, ok := pos[i]; ok {
+			s.ep.Observe(&s.obs)
+			s.rows.compact(&s.obs, nodeDim, out[k])
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sc := evalPolicy(pol, out)
+	w := sc.width
+	nodes := make([]int, len(idx))
+	for k, smp := range out {
+		smp.action = sampleAction(sc.logp[k*w:(k+1)*w], smp.obs.Mask, rng)
+		smp.logp, smp.value = sc.logp[k*w+smp.action], sc.value[k]
+		// Any node of the row: they are the same to the network.
+		members := p.slots[idx[k]].rows.members[smp.action]
+		nodes[k] = members[0]
+		if len(members) > 1 {
+			nodes[k] = members[rng.IntN(len(members))]
+		}
+	}
+	ended := make([]bool, len(idx))
+	if err := p.parallel(func(i int, s *slot) error {
+		k, ok := pos[i]
+		if !ok {
+			return nil
+		}
+		res, err := s.ep.Step(env.Action{Candidate: nodes[k]})
+		if err != nil {
+			return fmt.Errorf("episode %+v step %d: %w", s.draw, len(s.actions), err)
+		}
+		s.actions = append(s.actions, int32(nodes[k]))
+		s.ret += res.Reward
+		out[k].reward, out[k].done = float32(res.Reward), res.Done
+		ended[k] = res.Done
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var done []int
+	for k, i := range idx {
+		if ended[k] {
+			done = append(done, i)
+		}
+	}
+	return done, nil
+}
+
+// stagger moves slot i, by the policy's sampled decisions, until its episode is i/len(slots)
+// of the way through (config's Stagger), so that rollouts mix every phase of an episode. The
+// decisions are the episodes' own actions (a checkpoint replays them) but train nothing.
+func (p *pool) stagger(pol policy, rng *rand.Rand) error {
+	envs := len(p.slots)
+	scratch := make([]sample, envs)
+	for {
+		var idx []int
+		var out []*sample
+		for i, s := range p.slots {
+			pr, ok := s.ep.(interface{ Progress() float64 })
+			if !ok {
+				return fmt.Errorf("stagger: %T episodes do not report their progress", s.ep)
+			}
+			if !s.ep.Done() && pr.Progress() < float64(i)/float64(envs) {
+				idx = append(idx, i)
+				out = append(out, &scratch[i])
+			}
+		}
+		if len(idx) == 0 {
+			return nil
+		}
+		for _, i := range idx {
+			p.slots[i].rows.forget() // each step's sample is spent at once
+		}
+		done, err := p.act(pol, idx, out, rng)
+		if err != nil {
+			return err
+		}
+		if err := p.startFresh(done, rng); err != nil { // the rest of its tasks fit nowhere
+			return err
+		}
+	}
 }
 
 // scores is a no-grad forward over a padded batch, row-major with width columns.

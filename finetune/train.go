@@ -105,6 +105,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		if err := pl.startFresh(allSlots(fc.NumEnvs), rng); err != nil {
 			return res, err
 		}
+		if fc.Stagger {
+			if err := pl.stagger(m.pol, rng); err != nil {
+				return res, err
+			}
+		}
 	}
 	defer rec.close()
 	if len(st.Evals) == 0 {

@@ -46,6 +46,11 @@ type FinetuneConfig struct {
 	NumEnvs      int `mapstructure:"num_envs" yaml:"num_envs"`
 	RolloutSteps int `mapstructure:"rollout_steps" yaml:"rollout_steps"`
 	Workers      int `mapstructure:"workers" yaml:"workers"`
+	// Stagger spreads the environment copies over their episodes before the first update
+	// (placement only): copy i runs the policy unrecorded until it is i/NumEnvs of the way
+	// through its episode. Otherwise the copies start, and end, their episodes together, and
+	// every rollout holds NumEnvs copies of one phase (an idle cluster, then a full one).
+	Stagger bool `mapstructure:"stagger" yaml:"stagger"`
 	// TotalSteps is the budget in environment steps (decisions), over all envs.
 	TotalSteps int `mapstructure:"total_steps" yaml:"total_steps"`
 	// Temperature divides the logits of the policy PPO samples from and optimises (its
@@ -151,6 +156,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("num_envs: must be >= 1, got %d", c.NumEnvs)
 	case c.RolloutSteps < 1:
 		return fmt.Errorf("rollout_steps: must be >= 1, got %d", c.RolloutSteps)
+	case c.Stagger && c.Env != "placement":
+		return fmt.Errorf("stagger: spreads placement episodes; env %s restarts its short episodes often", c.Env)
 	case c.Workers < 0:
 		return fmt.Errorf("workers: must be >= 0, got %d", c.Workers)
 	case c.TotalSteps < c.NumEnvs*c.RolloutSteps:

@@ -31,6 +31,7 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"temperature", func(c *FinetuneConfig) { c.Temperature = 0 }},
 		{"candidates", func(c *FinetuneConfig) { c.Candidates = "best" }},
 		{"candidates", func(c *FinetuneConfig) { c.Env, c.Candidates = "defrag", "fgd-best" }},
+		{"stagger", func(c *FinetuneConfig) { c.Env, c.Stagger = "defrag", true }},
 		// 52 is a defrag held-out state even when eval_seeds does not name it.
 		{"seeds", func(c *FinetuneConfig) { c.Env, c.Seeds, c.EvalSeeds = "defrag", "52", "49" }},
 	} {
