@@ -25,15 +25,19 @@ func scratchValueScale(envName string, gamma float64) float64 {
 	return 0.5 / (1 - gamma)
 }
 
-// models are the network being trained, the frozen pretrained policy the KL penalty refers
-// to, and the lineage the checkpoints record.
+// models are the network being trained, its Polyak average when avg_decay is on, the
+// frozen pretrained policy the KL penalty refers to, and the lineage the checkpoints record.
 type models struct {
 	cfg    config.Config
 	pol    policy
+	avg    *policy
 	ref    *policy
 	parent string // digest of the pretrained checkpoint, "" from scratch
 	spec   env.Spec
 }
+
+// avgFile holds the averaged weights in a resumable checkpoint.
+const avgFile = "avg.ot"
 
 func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, error) {
 	m := &models{cfg: cfg, spec: spec}
@@ -47,7 +51,7 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
 		}
 		m.pol = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}
-		return m, nil
+		return m, m.startAverage()
 	}
 	net, man, err := nn.LoadCheckpoint(from, dev)
 	if err != nil {
@@ -66,7 +70,48 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 		}
 		m.ref = &policy{net: ref, dev: dev, temperature: cfg.Finetune.Temperature}
 	}
-	return m, nil
+	return m, m.startAverage()
+}
+
+// startAverage starts the averaged network at the trained one's weights, when avg_decay is on.
+func (m *models) startAverage() error {
+	if m.cfg.Finetune.AvgDecay == 0 {
+		return nil
+	}
+	net, err := nn.NewNet(m.pol.net.Arch, m.pol.dev)
+	if err != nil {
+		return fmt.Errorf("finetune: averaged network: %w", err)
+	}
+	if err := net.VS.Copy(m.pol.net.VS); err != nil {
+		return fmt.Errorf("finetune: averaged network: %w", err)
+	}
+	m.avg = &policy{net: net, dev: m.pol.dev, temperature: m.pol.temperature}
+	return nil
+}
+
+// average moves the averaged weights 1-avg_decay of the way to the trained ones.
+func (m *models) average() {
+	if m.avg == nil {
+		return
+	}
+	d := m.cfg.Finetune.AvgDecay
+	trained := m.pol.net.Params()
+	nn.NoGrad(func() {
+		for i, a := range m.avg.net.Params() {
+			a.Tensor.MustMulScalar_(ts.FloatScalar(d))
+			step := trained[i].Tensor.MustMulScalar(ts.FloatScalar(1-d), false)
+			a.Tensor.MustAdd_(step)
+			step.MustDrop()
+		}
+	})
+}
+
+// deployed is the network evaluations measure and best/ and the final checkpoint hold.
+func (m *models) deployed() policy {
+	if m.avg != nil {
+		return *m.avg
+	}
+	return m.pol
 }
 
 // candidates is the placement action set a network trained in spec chooses from ("" for
@@ -90,6 +135,11 @@ func (m *models) checkpoint(out string, opt *nn.Adam, st runState) error {
 		if err := ts.SaveMultiNew(opt.State(), filepath.Join(dir, optimFile)); err != nil {
 			return fmt.Errorf("save %s: %w", optimFile, err)
 		}
+		if m.avg != nil {
+			if err := m.avg.net.VS.Save(filepath.Join(dir, avgFile)); err != nil {
+				return fmt.Errorf("save %s: %w", avgFile, err)
+			}
+		}
 		_, err := nn.SaveCheckpoint(dir, m.pol.net, m.lineage(st, nil))
 		return err
 	})
@@ -107,6 +157,11 @@ func (m *models) restore(dir string, opt *nn.Adam) error {
 	if err := opt.Restore(saved); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, optimFile), err)
 	}
+	if m.avg != nil {
+		if err := m.avg.net.VS.Load(filepath.Join(dir, avgFile)); err != nil {
+			return fmt.Errorf("%s (a run with avg_decay resumes only from its own checkpoints): %w", filepath.Join(dir, avgFile), err)
+		}
+	}
 	return nil
 }
 
@@ -115,22 +170,22 @@ func (m *models) restore(dir string, opt *nn.Adam) error {
 // from one to the next, so the last network is not always the best validated one.
 const BestDir = "best"
 
-// best writes the current network as out/BestDir, manifest last, with its held-out mean.
+// best writes the deployed network as out/BestDir, manifest last, with its held-out mean.
 func (m *models) best(out string, st runState, h heldOut) error {
 	dir := filepath.Join(out, BestDir)
 	if err := os.Remove(filepath.Join(dir, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	_, err := nn.SaveCheckpoint(dir, m.pol.net, m.lineage(st, map[string]float64{"held_out_mean_alloc_gpu_pct": h.Mean}))
+	_, err := nn.SaveCheckpoint(dir, m.deployed().net, m.lineage(st, map[string]float64{"held_out_mean_alloc_gpu_pct": h.Mean}))
 	return err
 }
 
-// final makes the run directory itself the fine-tuned checkpoint: model.ot beside the run
+// final makes the run directory itself the fine-tuned checkpoint (the deployed network): model.ot beside the run
 // record and the last resumable checkpoint, manifest last.
 func (m *models) final(out string, st runState, metrics map[string]float64) error {
 	if err := os.Remove(filepath.Join(out, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	_, err := nn.SaveCheckpoint(out, m.pol.net, m.lineage(st, metrics))
+	_, err := nn.SaveCheckpoint(out, m.deployed().net, m.lineage(st, metrics))
 	return err
 }

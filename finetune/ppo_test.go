@@ -11,6 +11,7 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 func TestAdvantages(t *testing.T) {
@@ -297,4 +298,54 @@ func TestStagger(t *testing.T) {
 			t.Errorf("copy %d made no decision", i)
 		}
 	}
+}
+
+// The averaged network starts at the trained weights and then moves 1-avg_decay of the way to
+// them after each update; without avg_decay the trained network is the deployed one.
+func TestAverage(t *testing.T) {
+	cfg := smallConfig(t, "none", t.TempDir())
+	cfg.Finetune.AvgDecay = 0.75
+	spec, err := env.SpecOf(env.PlacementName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := newModels(cfg, spec, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.deployed().net != m.avg.net {
+		t.Fatal("with avg_decay the averaged network is not the deployed one")
+	}
+	before := flat(m.avg.net)
+	if !slices.Equal(before, flat(m.pol.net)) {
+		t.Fatal("the averaged network does not start at the trained weights")
+	}
+	nn.NoGrad(func() {
+		for _, p := range m.pol.net.Params() {
+			p.Tensor.MustAddScalar_(ts.FloatScalar(1))
+		}
+	})
+	m.average()
+	after, trained := flat(m.avg.net), flat(m.pol.net)
+	for i := range after {
+		if want := 0.75*before[i] + 0.25*trained[i]; math.Abs(after[i]-want) > 1e-6 {
+			t.Fatalf("weight %d averaged to %v, want %v", i, after[i], want)
+		}
+	}
+	cfg.Finetune.AvgDecay = 0
+	if m, err = newModels(cfg, spec, gotch.CPU); err != nil {
+		t.Fatal(err)
+	}
+	if m.avg != nil || m.deployed().net != m.pol.net {
+		t.Fatal("without avg_decay the deployed network is not the trained one")
+	}
+}
+
+// flat is every weight of net in Params order.
+func flat(net *nn.Net) []float64 {
+	var out []float64
+	for _, p := range net.Params() {
+		out = append(out, p.Tensor.Float64Values(false)...)
+	}
+	return out
 }

@@ -113,7 +113,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	}
 	defer rec.close()
 	if len(st.Evals) == 0 {
-		h, err := eps.evaluate(m.pol, workers)
+		h, err := eps.evaluate(m.deployed(), workers)
 		if err != nil {
 			return res, err
 		}
@@ -165,6 +165,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		if err != nil {
 			return res, err
 		}
+		m.average()
 		sec := time.Since(t0).Seconds()
 		trainSec += sec
 		procSec += sec
@@ -179,7 +180,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		line.ExplainedVar = finite(stats.ExplainedVar)
 		last := st.Update == updates
 		if last || (fc.EvalEvery > 0 && st.Update%fc.EvalEvery == 0) {
-			h, err := eps.evaluate(m.pol, workers)
+			h, err := eps.evaluate(m.deployed(), workers)
 			if err != nil {
 				return res, err
 			}

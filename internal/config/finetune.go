@@ -85,6 +85,11 @@ type FinetuneConfig struct {
 	// TargetKL stops an update's epochs early once the approximate KL to the rollout policy
 	// passes it (0: never).
 	TargetKL float64 `mapstructure:"target_kl" yaml:"target_kl"`
+	// AvgDecay turns on Polyak averaging of the weights: after each update the averaged
+	// network moves 1-AvgDecay of the way to the trained one, and it is the network the
+	// held-out evaluations measure and best/ and the final checkpoint hold (0: off, the
+	// trained network itself). Rollouts and updates use the trained network either way.
+	AvgDecay float64 `mapstructure:"avg_decay" yaml:"avg_decay"`
 
 	// CheckpointEvery updates, and at the end, the run directory gets a resumable checkpoint.
 	CheckpointEvery int `mapstructure:"checkpoint_every" yaml:"checkpoint_every"`
@@ -190,6 +195,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("max_grad_norm: must be >= 0 (0: no clipping), got %g", c.MaxGradNorm)
 	case c.TargetKL < 0:
 		return fmt.Errorf("target_kl: must be >= 0 (0: off), got %g", c.TargetKL)
+	case !(c.AvgDecay >= 0 && c.AvgDecay < 1):
+		return fmt.Errorf("avg_decay: must be in [0, 1) (0: off), got %g", c.AvgDecay)
 	case c.CheckpointEvery < 1:
 		return fmt.Errorf("checkpoint_every: must be >= 1, got %d", c.CheckpointEvery)
 	case c.EvalEvery < 0:

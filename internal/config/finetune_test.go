@@ -27,6 +27,7 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"seeds", func(c *FinetuneConfig) { c.Seeds = "40-50" }}, // meets eval seeds 49..51
 		{"eval_seeds", func(c *FinetuneConfig) { c.EvalSeeds = "x" }},
 		{"lr", func(c *FinetuneConfig) { c.LR = 0 }},
+		{"avg_decay", func(c *FinetuneConfig) { c.AvgDecay = 1 }},
 		{"env", func(c *FinetuneConfig) { c.Env = "migration" }},
 		{"temperature", func(c *FinetuneConfig) { c.Temperature = 0 }},
 		{"candidates", func(c *FinetuneConfig) { c.Candidates = "best" }},
