@@ -106,9 +106,15 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 			return res, err
 		}
 		if fc.Stagger {
+			t0 := time.Now()
 			if err := pl.stagger(m.pol, rng); err != nil {
 				return res, err
 			}
+			var n int
+			for _, s := range pl.slots {
+				n += len(s.actions)
+			}
+			log.Info("finetune staggered the environment copies", "decisions", n, "seconds", time.Since(t0).Seconds())
 		}
 	}
 	defer rec.close()
