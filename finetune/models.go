@@ -180,8 +180,8 @@ func (m *models) best(out string, st runState, h heldOut) error {
 	return err
 }
 
-// final makes the run directory itself the fine-tuned checkpoint (the deployed network): model.ot beside the run
-// record and the last resumable checkpoint, manifest last.
+// final makes the run directory itself the fine-tuned checkpoint of the deployed network:
+// model.ot beside the run record and the last resumable checkpoint, manifest last.
 func (m *models) final(out string, st runState, metrics map[string]float64) error {
 	if err := os.Remove(filepath.Join(out, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
 		return err
