@@ -239,3 +239,20 @@ func TestBestCheckpoint(t *testing.T) {
 		t.Fatalf("best checkpoint evaluates to %v, recorded %v", h.Mean, best)
 	}
 }
+
+// best/ holds the start network from the first evaluation on, so a run in which nothing beats
+// its start still has a best/ to evaluate.
+func TestBestCheckpointFromStart(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run")
+	res, err := Run(context.Background(), smallConfig(t, pretrained(t), out), Options{StopAfter: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := checkpoint.Read(filepath.Join(out, BestDir))
+	if err != nil {
+		t.Fatalf("no best checkpoint after the start evaluation: %v", err)
+	}
+	if got := m.Metrics["held_out_mean_alloc_gpu_pct"]; got != res.StartMean {
+		t.Fatalf("best checkpoint records %v, the start evaluated to %v", got, res.StartMean)
+	}
+}

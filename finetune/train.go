@@ -124,6 +124,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 			return res, err
 		}
 		st.Evals = append(st.Evals, evalPoint{Update: 0, Held: h})
+		if h.Defrag == nil { // best/ exists from the start: the start itself when nothing beats it
+			if err := m.best(fc.Out, st, h); err != nil {
+				return res, err
+			}
+		}
 		log.Info("finetune held-out start", append(h.logArgs(), "seeds", fc.EvalSeeds)...)
 	}
 	res.Start = st.Evals[0].Held
