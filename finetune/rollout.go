@@ -43,20 +43,26 @@ type pool struct {
 
 // parallel runs f for every slot on the pool's goroutines and returns the first error.
 func (p *pool) parallel(f func(i int, s *slot) error) error {
-	errs := make([]error, len(p.slots))
+	return p.parallelOn(allSlots(len(p.slots)), f)
+}
+
+// parallelOn runs f(k, slot idx[k]) for every k on the pool's goroutines and returns the
+// first error.
+func (p *pool) parallelOn(idx []int, f func(k int, s *slot) error) error {
+	errs := make([]error, len(idx))
 	var wg sync.WaitGroup
 	next := make(chan int)
-	for range min(p.workers, len(p.slots)) {
+	for range min(p.workers, len(idx)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				errs[i] = f(i, p.slots[i])
+			for k := range next {
+				errs[k] = f(k, p.slots[idx[k]])
 			}
 		}()
 	}
-	for i := range p.slots {
-		next <- i
+	for k := range idx {
+		next <- k
 	}
 	close(next)
 	wg.Wait()
@@ -94,20 +100,11 @@ func (p *pool) start(s *slot, d Draw, actions []int32) error {
 // has a decision pending, then builds them in parallel.
 func (p *pool) startFresh(idx []int, rng *rand.Rand) error {
 	for len(idx) > 0 {
-		draws := make([]Draw, len(p.slots))
-		for _, i := range idx {
-			draws[i] = p.eps.draw(rng)
+		draws := make([]Draw, len(idx))
+		for k := range idx {
+			draws[k] = p.eps.draw(rng)
 		}
-		want := map[int]bool{}
-		for _, i := range idx {
-			want[i] = true
-		}
-		if err := p.parallel(func(i int, s *slot) error {
-			if !want[i] {
-				return nil
-			}
-			return p.start(s, draws[i], nil)
-		}); err != nil {
+		if err := p.parallelOn(idx, func(k int, s *slot) error { return p.start(s, draws[k], nil) }); err != nil {
 			return err
 		}
 		var again []int
@@ -116,8 +113,8 @@ func (p *pool) startFresh(idx []int, rng *rand.Rand) error {
 				again = append(again, i)
 			}
 		}
-		if len(again) == len(idx) && len(again) == len(p.slots) {
-			return fmt.Errorf("no episode of the mix has a feasible decision (last draw %+v)", draws[again[0]])
+		if len(again) == len(p.slots) {
+			return fmt.Errorf("no episode of the mix has a feasible decision (last draw %+v)", draws[len(draws)-1])
 		}
 		idx = again
 	}
@@ -184,16 +181,10 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 // slot of idx), samples their actions with one batched forward, steps them, and returns those
 // whose episode ended, in order.
 func (p *pool) act(pol policy, idx []int, out []*sample, rng *rand.Rand) ([]int, error) {
-	pos := make(map[int]int, len(idx))
-	for k, i := range idx {
-		pos[i] = k
-	}
 	nodeDim := pol.net.Arch.NodeDim
-	if err := p.parallel(func(i int, s *slot) error {
-		if k, ok := pos[i]; ok {
-			s.ep.Observe(&s.obs)
-			s.rows.compact(&s.obs, nodeDim, out[k])
-		}
+	if err := p.parallelOn(idx, func(k int, s *slot) error {
+		s.ep.Observe(&s.obs)
+		s.rows.compact(&s.obs, nodeDim, out[k])
 		return nil
 	}); err != nil {
 		return nil, err
@@ -212,11 +203,7 @@ func (p *pool) act(pol policy, idx []int, out []*sample, rng *rand.Rand) ([]int,
 		}
 	}
 	ended := make([]bool, len(idx))
-	if err := p.parallel(func(i int, s *slot) error {
-		k, ok := pos[i]
-		if !ok {
-			return nil
-		}
+	if err := p.parallelOn(idx, func(k int, s *slot) error {
 		res, err := s.ep.Step(env.Action{Candidate: nodes[k]})
 		if err != nil {
 			return fmt.Errorf("episode %+v step %d: %w", s.draw, len(s.actions), err)
