@@ -14,18 +14,19 @@ type Context struct {
 	Version string            `json:"feature_spec"`
 	Nodes   []sim.NodeRecord  `json:"nodes"`
 	Shapes  []sim.ShapeRecord `json:"typical_shapes,omitempty"`
-	Options Options           `json:"options"`
+	// TieOrder is the logged scheduler's node preference among equal scores (Observation.TiePref).
+	TieOrder []int   `json:"tie_order,omitempty"`
+	Options  Options `json:"options"`
 }
 
 // PlacementContext describes a decision log's starting cluster for the placement environment.
 func PlacementContext(h sim.LogHeader, opts Options) Context {
-	return Context{Env: PlacementName, Version: PlacementSpec, Nodes: h.Nodes, Shapes: h.Shapes, Options: opts}
+	return Context{Env: PlacementName, Version: PlacementSpec, Nodes: h.Nodes, Shapes: h.Shapes, TieOrder: h.TieOrder, Options: opts}
 }
 
 // Cluster builds the context's empty cluster.
 func (c Context) Cluster() (*sim.Cluster, error) {
-	h := sim.LogHeader{Nodes: c.Nodes, Shapes: c.Shapes}
-	return sim.NewCluster(h.NodesOf(), h.ModelOf())
+	return sim.LogHeader{Nodes: c.Nodes, Shapes: c.Shapes, TieOrder: c.TieOrder}.NewCluster()
 }
 
 // NewPlacement starts a placement environment from the context.

@@ -35,6 +35,10 @@ type Observation struct {
 	Global   []float32
 	// Mask marks feasible candidates of this stage; in placement candidate i is node i.
 	Mask []bool
+	// TiePref is each candidate's place in the scheduler's tie-break order, 1 for the most
+	// preferred down to 1/n (placement; empty where there is none). It is not a row feature,
+	// so identical nodes keep identical rows, which nn merges.
+	TiePref []float32
 }
 
 // Action picks a candidate of the current stage. For a GPU task GPUs may name the exact GPUs

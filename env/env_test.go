@@ -34,6 +34,9 @@ func openb(tb testing.TB, ratio float64, seed uint64) (*sim.Cluster, []sim.Task)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	if err := c.SetTieOrder(sim.ShuffledOrder(len(nodes), sim.RNG(seed, sim.StreamTieOrder))); err != nil {
+		tb.Fatal(err)
+	}
 	_, _, capGPU := c.Capacity()
 	tasks, err := sim.TuneWorkload(trace, capGPU, ratio, sim.RNG(seed, sim.StreamWorkload))
 	if err != nil {
@@ -98,6 +101,15 @@ func checkStep(t *testing.T, step int, p *Placement, obs *Observation, buf []int
 		t.Fatalf("step %d: mask has %d feasible nodes, simulator %d", step, got, len(feasible))
 	}
 	checkRange(t, step, p.Spec().Node, obs.Nodes)
+	// The tie preference is the cluster's seeded order, most preferred 1.
+	if len(obs.TiePref) != c.NumNodes() {
+		t.Fatalf("step %d: %d tie preferences for %d nodes", step, len(obs.TiePref), c.NumNodes())
+	}
+	for i, pref := range obs.TiePref {
+		if want := 1 - float32(c.TieRank(i))/float32(c.NumNodes()); pref != want {
+			t.Fatalf("step %d node %d: tie preference %v, the cluster ranks it %d (want %v)", step, i, pref, c.TieRank(i), want)
+		}
+	}
 	checkRange(t, step, p.Spec().Task, obs.Task)
 	checkRange(t, step, p.Spec().Global, obs.Global)
 	// The environment's GPU choice is the least-fragmenting candidate on each node.

@@ -242,6 +242,10 @@ func (p *Placement) Observe(obs *Observation) {
 			row[10], row[11], row[12] = 0, 0, 0
 		}
 	}
+	obs.TiePref = grow(obs.TiePref, n)
+	for i := range n {
+		obs.TiePref[i] = 1 - float32(c.TieRank(i))/float32(n)
+	}
 	obs.Task = grow(obs.Task, len(placementSpec.Task))
 	obs.Task[0] = float32(float64(t.CPU) / p.norm.cpu)
 	obs.Task[1] = float32(float64(t.Mem) / p.norm.mem)

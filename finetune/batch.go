@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"math"
+	"math/rand/v2"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/nn"
@@ -14,9 +15,13 @@ import (
 // (count); action is a row.
 type sample struct {
 	obs   env.Observation
-	count []float32    // nodes per row
-	rows  *nn.RowIndex // numbers the rows: the compactor's
-	ids   []int32      // each row's id in rows
+	count []float32 // nodes per row
+	// weight is each row's log prior mass: log sum over its nodes of exp(tie scale x the
+	// node's tie preference), log count without a tie prior. The policy samples a row with
+	// probability proportional to exp(logit / temperature + weight).
+	weight []float32
+	rows   *nn.RowIndex // numbers the rows: the compactor's
+	ids    []int32      // each row's id in rows
 
 	action int
 	logp   float32 // log-probability of action's row under the rollout policy
@@ -38,8 +43,9 @@ type compactor struct {
 // forget starts a new numbering: ids given before are not to be used again.
 func (c *compactor) forget() { c.started = false }
 
-// compact stores obs into s with one row per distinct (features, mask) pair, numbered.
-func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
+// compact stores obs into s with one row per distinct (features, mask) pair, numbered, and
+// weighs the rows for a policy whose tie prior over its temperature is tieScale.
+func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample, tieScale float64) {
 	if !c.started {
 		c.index.Reset(nodeDim)
 		c.started = true
@@ -57,15 +63,62 @@ func (c *compactor) compact(obs *env.Observation, nodeDim int, s *sample) {
 	for i, r := range c.rows.Of {
 		c.members[r] = append(c.members[r], i)
 	}
+	s.weight = s.weight[:0]
+	for r, members := range c.members {
+		s.weight = append(s.weight, logMass(members, obs.TiePref, tieScale, s.count[r]))
+	}
+}
+
+// logMass is log sum over nodes of exp(scale x pref[node]): the log prior mass of a row of
+// identical nodes (log count when there is no prior).
+func logMass(nodes []int, pref []float32, scale float64, count float32) float32 {
+	if scale == 0 || len(pref) == 0 {
+		return logOf(count)
+	}
+	top := math.Inf(-1)
+	for _, i := range nodes {
+		top = math.Max(top, scale*float64(pref[i]))
+	}
+	var sum float64
+	for _, i := range nodes {
+		sum += math.Exp(scale*float64(pref[i]) - top)
+	}
+	return float32(top + math.Log(sum))
+}
+
+// pickNode is the node of a row a sampled action goes to: drawn in proportion to exp(scale x
+// tie preference), uniformly without a prior.
+func pickNode(nodes []int, pref []float32, scale float64, rng *rand.Rand) int {
+	if len(nodes) == 1 {
+		return nodes[0]
+	}
+	if scale == 0 || len(pref) == 0 {
+		return nodes[rng.IntN(len(nodes))]
+	}
+	top := math.Inf(-1)
+	for _, i := range nodes {
+		top = math.Max(top, scale*float64(pref[i]))
+	}
+	var sum float64
+	for _, i := range nodes {
+		sum += math.Exp(scale*float64(pref[i]) - top)
+	}
+	u := rng.Float64() * sum
+	for _, i := range nodes {
+		if u -= math.Exp(scale*float64(pref[i]) - top); u < 0 {
+			return i
+		}
+	}
+	return nodes[len(nodes)-1]
 }
 
 // batch is samples padded to their widest row count, on the network's device, each distinct
 // node row once. Padding rows have a false mask and a zero count, so they neither get
 // probability nor enter pooling.
 type batch struct {
-	in       *nn.Input
-	logCount *ts.Tensor // [B, N]: log of each row's multiplicity (0 on padding)
-	width    int
+	in     *nn.Input
+	weight *ts.Tensor // [B, N]: each row's log prior mass (sample.weight; 0 on padding)
+	width  int
 }
 
 // newBatch builds a batch of samples.
@@ -76,16 +129,14 @@ func newBatch(samples []*sample, dev gotch.Device) *batch {
 		width = max(width, s.obs.NumNodes)
 		obs[j] = nn.Observation{Rows: s.rows, IDs: s.ids, Mask: s.obs.Mask, Count: s.count, Task: s.obs.Task, Global: s.obs.Global}
 	}
-	logCount := make([]float32, len(samples)*width)
+	weight := make([]float32, len(samples)*width)
 	for j, s := range samples {
-		for i, c := range s.count {
-			logCount[j*width+i] = logOf(c)
-		}
+		copy(weight[j*width:], s.weight)
 	}
 	return &batch{
-		in:       nn.BatchInput(obs, dev),
-		logCount: nn.HostTensor(logCount, []int64{int64(len(samples)), int64(width)}, dev),
-		width:    width,
+		in:     nn.BatchInput(obs, dev),
+		weight: nn.HostTensor(weight, []int64{int64(len(samples)), int64(width)}, dev),
+		width:  width,
 	}
 }
 
@@ -107,17 +158,17 @@ func logOf(count float32) float32 {
 
 func (b *batch) drop() {
 	b.in.Drop()
-	b.logCount.MustDrop()
+	b.weight.MustDrop()
 }
 
 // logProbs is the log-probability of each row: the network's logits over the temperature
 // (nn.MaskedLogit on infeasible and padding rows, so their probability is exactly 0) plus the
-// log of the row's multiplicity, normalised.
+// row's log prior mass, normalised.
 func (b *batch) logProbs(logits *ts.Tensor, temperature float64) *ts.Tensor {
 	if temperature == 1 {
-		return logits.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
+		return logits.MustAdd(b.weight, false).MustLogSoftmax(-1, gotch.Float, true)
 	}
 	scaled := logits.MustDivScalar(ts.FloatScalar(temperature), false)
 	defer scaled.MustDrop()
-	return scaled.MustAdd(b.logCount, false).MustLogSoftmax(-1, gotch.Float, true)
+	return scaled.MustAdd(b.weight, false).MustLogSoftmax(-1, gotch.Float, true)
 }

@@ -20,7 +20,7 @@ func smallDefragConfig(t *testing.T, out string) config.Config {
 	cfg := smallConfig(t, "none", out)
 	fc := &cfg.Finetune
 	fc.Env = env.DefragName
-	fc.Stagger = false // placement only
+	fc.Stagger, fc.TiePrior = false, 0 // placement only
 	fc.Seeds = "1000-1003"
 	fc.ClusterSizes = []int{20, 28}
 	fc.TotalSteps = 4 * 3 * 16

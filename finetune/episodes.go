@@ -162,8 +162,13 @@ func (e *episodes) workload(d Draw) (*sim.Cluster, []sim.Task, error) {
 		return nil, nil, fmt.Errorf("episode trace index %d out of range (%d traces)", d.Trace, len(e.traces))
 	}
 	tr := e.traces[d.Trace]
-	c, err := sim.NewCluster(e.nodesOf(d), tr.model)
+	nodes := e.nodesOf(d)
+	c, err := sim.NewCluster(nodes, tr.model)
 	if err != nil {
+		return nil, nil, err
+	}
+	// The seeded tie order `schedrl sim` gives the same seed, so held-out numbers match it.
+	if err := c.SetTieOrder(sim.ShuffledOrder(len(nodes), sim.RNG(d.Seed, sim.StreamTieOrder))); err != nil {
 		return nil, nil, err
 	}
 	_, _, capGPU := c.Capacity()

@@ -62,7 +62,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 		if err := sub.parallel(func(k int, s *slot) error {
 			s.ep.Observe(&s.obs)
 			s.rows.forget() // each step's batch is its own
-			s.rows.compact(&s.obs, pol.net.Arch.NodeDim, refs[k])
+			s.rows.compact(&s.obs, pol.net.Arch.NodeDim, refs[k], pol.tieScale())
 			return nil
 		}); err != nil {
 			return heldOut{}, err
@@ -77,7 +77,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 					logits[i] = sc.logits[k*w+r]
 				}
 			}
-			a := nn.ArgmaxFeasible(logits, s.obs.Mask, rngs[active[k]])
+			a := nn.ArgmaxFeasible(pol.net.Arch.WithTiePrior(logits, s.obs.TiePref), s.obs.Mask, rngs[active[k]])
 			_, err := s.ep.Step(env.Action{Candidate: a})
 			return err
 		}); err != nil {

@@ -45,7 +45,7 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	if strings.EqualFold(from, "none") {
 		nn.Seed(cfg.Seed)
 		arch := nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma))
-		arch.Candidates = candidates(spec, cfg.Finetune)
+		arch.Candidates, arch.TiePrior = candidates(spec, cfg.Finetune), cfg.Finetune.TiePrior
 		net, err := nn.NewNet(arch, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
@@ -60,14 +60,16 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	if net.Arch.Env != spec.Env {
 		return nil, fmt.Errorf("finetune.from: %s is a %s network, finetune trains %s", from, net.Arch.Env, spec.Env)
 	}
-	// The fine-tuned network chooses from finetune.candidates, whatever set it was cloned on.
-	net.Arch.Candidates = candidates(spec, cfg.Finetune)
+	// The fine-tuned network chooses from finetune.candidates with finetune.tie_prior,
+	// whatever it was cloned with.
+	net.Arch.Candidates, net.Arch.TiePrior = candidates(spec, cfg.Finetune), cfg.Finetune.TiePrior
 	m.pol, m.parent = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}, man.Digest()
 	if cfg.Finetune.KLCoef > 0 {
 		ref, _, err := nn.LoadCheckpoint(from, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune.from: %w", err)
 		}
+		ref.Arch.TiePrior = net.Arch.TiePrior // the KL compares scores under the same prior
 		m.ref = &policy{net: ref, dev: dev, temperature: cfg.Finetune.Temperature}
 	}
 	return m, m.startAverage()

@@ -17,6 +17,9 @@ type policy struct {
 	temperature float64
 }
 
+// tieScale is the weight of a node's tie preference in the sampled distribution.
+func (p policy) tieScale() float64 { return p.net.Arch.TiePrior / p.temperature }
+
 // updateStats are one update's loss terms and diagnostics, averaged over its mini-batches.
 type updateStats struct {
 	PolicyLoss, ValueLoss, Entropy float64

@@ -167,13 +167,14 @@ func openbEpisode(t *testing.T) *env.Arrivals {
 func TestCompactMatchesFullForward(t *testing.T) {
 	ep := openbEpisode(t)
 	pol := policy{net: pretrainedNet(t), dev: gotch.CPU, temperature: 1}
+	pol.net.Arch.TiePrior = 2
 	var obs env.Observation
 	var rows compactor
 	for step := 0; step < 400 && !ep.Done(); step++ {
 		ep.Observe(&obs)
 		var full, small sample
-		full.store(&obs)
-		rows.compact(&obs, pol.net.Arch.NodeDim, &small)
+		full.store(&obs, pol.tieScale())
+		rows.compact(&obs, pol.net.Arch.NodeDim, &small, pol.tieScale())
 		if step%100 == 0 {
 			f, s := evalPolicy(pol, []*sample{&full}), evalPolicy(pol, []*sample{&small})
 			if small.obs.NumNodes >= obs.NumNodes {
@@ -202,42 +203,55 @@ func TestCompactMatchesFullForward(t *testing.T) {
 	}
 }
 
-// store copies obs into s uncompacted, one row per node: the reference for compact.
-func (s *sample) store(obs *env.Observation) {
+// store copies obs into s uncompacted, one row per node, each weighted by its own tie
+// preference: the reference for compact.
+func (s *sample) store(obs *env.Observation, tieScale float64) {
 	o := &s.obs
 	o.Stage, o.NumNodes = obs.Stage, obs.NumNodes
 	o.Nodes = append(o.Nodes[:0], obs.Nodes...)
 	o.Mask = append(o.Mask[:0], obs.Mask...)
 	o.Task = append(o.Task[:0], obs.Task...)
 	o.Global = append(o.Global[:0], obs.Global...)
-	s.count = s.count[:0]
-	for range obs.NumNodes {
+	s.count, s.weight = s.count[:0], s.weight[:0]
+	for i := range obs.NumNodes {
 		s.count = append(s.count, 1)
+		s.weight = append(s.weight, float32(tieScale)*obs.TiePref[i])
 	}
 	s.rows = new(nn.RowIndex)
 	s.rows.Reset(len(obs.Nodes) / max(1, obs.NumNodes))
 	s.ids = s.rows.Add(o, s.ids[:0])
 }
 
-// TestTemperature: the sampled policy is softmax(logits / temperature) over nodes, merged rows
-// included, and greedy decisions (the logits) do not depend on the temperature.
+// TestTemperature: the sampled policy is softmax((logits + tie prior) / temperature) over
+// nodes, merged rows included, and greedy decisions (the logits) do not depend on the
+// temperature.
 func TestTemperature(t *testing.T) {
 	ep := openbEpisode(t)
 	net := pretrainedNet(t)
+	net.Arch.TiePrior = 1
 	var obs env.Observation
 	var rows compactor
 	for step := 0; step < 200 && !ep.Done(); step++ {
 		ep.Observe(&obs)
 		if step%50 == 0 {
 			var s sample
-			rows.compact(&obs, net.Arch.NodeDim, &s)
+			coldPol := policy{net: net, dev: gotch.CPU, temperature: 0.25}
+			rows.compact(&obs, net.Arch.NodeDim, &s, coldPol.tieScale())
 			hot := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 1}, []*sample{&s})
-			cold := evalPolicy(policy{net: net, dev: gotch.CPU, temperature: 0.25}, []*sample{&s})
-			// Reference: the node-level softmax of logits / 0.25, summed over each row's nodes.
+			cold := evalPolicy(coldPol, []*sample{&s})
+			// Reference: the node-level softmax of (logits + prior) / 0.25, summed over each
+			// row's nodes.
+			mass := func(r int) float64 {
+				var m float64
+				for _, i := range rows.members[r] {
+					m += math.Exp((float64(hot.logits[r]) + net.Arch.TiePrior*float64(obs.TiePref[i])) / 0.25)
+				}
+				return m
+			}
 			var z float64
 			for r, ok := range s.obs.Mask {
 				if ok {
-					z += float64(s.count[r]) * math.Exp(float64(hot.logits[r])/0.25)
+					z += mass(r)
 				}
 			}
 			for r, ok := range s.obs.Mask {
@@ -246,7 +260,7 @@ func TestTemperature(t *testing.T) {
 				}
 				want := 0.0
 				if ok {
-					want = float64(s.count[r]) * math.Exp(float64(hot.logits[r])/0.25) / z
+					want = mass(r) / z
 				}
 				if got := math.Exp(float64(cold.logp[r])); math.Abs(got-want) > 1e-4 {
 					t.Fatalf("step %d row %d: probability %v at 0.25, want %v", step, r, got, want)

@@ -40,6 +40,7 @@ func smallConfig(t *testing.T, from, out string) config.Config {
 	fc.NumEnvs, fc.RolloutSteps, fc.Workers = 3, 16, 2
 	fc.Stagger = true // its decisions are replayed on resume like any other
 	fc.AvgDecay = 0.5 // the averaged weights are checkpointed and restored too
+	fc.TiePrior = 1   // rows are sampled with prior masses and nodes within them by tie order
 	fc.TotalSteps = 12 * 3 * 16
 	fc.Epochs, fc.Minibatches = 2, 3
 	fc.CheckpointEvery, fc.EvalEvery = 2, 0

@@ -167,7 +167,7 @@ func (p *pool) collect(pol policy, r *rollout, rng *rand.Rand) error {
 	nodeDim := pol.net.Arch.NodeDim
 	if err := p.parallel(func(e int, s *slot) error {
 		s.ep.Observe(&s.obs)
-		s.rows.compact(&s.obs, nodeDim, &last[e])
+		s.rows.compact(&s.obs, nodeDim, &last[e], pol.tieScale())
 		refs[e] = &last[e]
 		return nil
 	}); err != nil {
@@ -184,7 +184,7 @@ func (p *pool) act(pol policy, idx []int, out []*sample, rng *rand.Rand) ([]int,
 	nodeDim := pol.net.Arch.NodeDim
 	if err := p.parallelOn(idx, func(k int, s *slot) error {
 		s.ep.Observe(&s.obs)
-		s.rows.compact(&s.obs, nodeDim, out[k])
+		s.rows.compact(&s.obs, nodeDim, out[k], pol.tieScale())
 		return nil
 	}); err != nil {
 		return nil, err
@@ -195,12 +195,8 @@ func (p *pool) act(pol policy, idx []int, out []*sample, rng *rand.Rand) ([]int,
 	for k, smp := range out {
 		smp.action = sampleAction(sc.logp[k*w:(k+1)*w], smp.obs.Mask, rng)
 		smp.logp, smp.value = sc.logp[k*w+smp.action], sc.value[k]
-		// Any node of the row: they are the same to the network.
-		members := p.slots[idx[k]].rows.members[smp.action]
-		nodes[k] = members[0]
-		if len(members) > 1 {
-			nodes[k] = members[rng.IntN(len(members))]
-		}
+		// The row's nodes are the same to the network; only their tie preference differs.
+		nodes[k] = pickNode(p.slots[idx[k]].rows.members[smp.action], p.slots[idx[k]].obs.TiePref, pol.tieScale(), rng)
 	}
 	ended := make([]bool, len(idx))
 	if err := p.parallelOn(idx, func(k int, s *slot) error {

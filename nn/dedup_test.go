@@ -72,12 +72,13 @@ func (c *checkedPlacer) Place(cl *sim.Cluster, task sim.Task, rng *rand.Rand) (s
 	c.checked++
 	obs, net := &c.obs, c.p.Net
 	full, _ := forward(c.t, net, obs.NumNodes, obs)
+	full[0] = net.Arch.WithTiePrior(full[0], obs.TiePref)
 	var viaForward []float32
 	NoGrad(func() {
 		in := c.rows.Input(&c.merged, net.Arch.NodeDim, gotch.CPU)
 		out := net.Forward(in)
 		in.Drop()
-		viaForward = c.rows.Expand(HostFloats(out.Logits, nil), nil)
+		viaForward = net.Arch.WithTiePrior(c.rows.Expand(HostFloats(out.Logits, nil), nil), obs.TiePref)
 		out.Drop()
 	})
 	for i, feasible := range obs.Mask {
@@ -138,6 +139,7 @@ func randomPlacementNet(t *testing.T, candidates string) *Net {
 func TestPlacerMergedMatchesFullForward(t *testing.T) {
 	p := openbExperiment(t, 1.3)
 	net := randomPlacementNet(t, "")
+	net.Arch.TiePrior = 1
 	pol := &Policy{Net: net, name: "test", dev: gotch.CPU}
 	cp := &checkedPlacer{placer: pol.NewPlacer().(*placer), t: t}
 	if _, _, err := p.Run(cp, nil); err != nil {

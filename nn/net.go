@@ -38,6 +38,9 @@ type Arch struct {
 	// .Candidates; "" = every feasible node), so a placer offers it the same set it was
 	// trained on.
 	Candidates string `json:"candidates,omitempty"`
+	// TiePrior weighs each node's tie preference (env.Observation.TiePref) in its logit
+	// (config.FinetuneConfig.TiePrior); 0: none, as in behaviour-cloned checkpoints.
+	TiePrior float64 `json:"tie_prior,omitempty"`
 }
 
 // NewArch sizes a network for an environment's observations.
@@ -46,6 +49,19 @@ func NewArch(spec env.Spec, cfg config.NetworkConfig, valueScale float64) Arch {
 		NodeDim: len(spec.Node), TaskDim: len(spec.Task), GlobalDim: len(spec.Global),
 		Hidden: cfg.Hidden, EncoderLayers: cfg.EncoderLayers, HeadHidden: cfg.HeadHidden,
 		ValueScale: valueScale}
+}
+
+// WithTiePrior adds TiePrior x pref[i] to each node's logit, in place, and returns logits
+// (unchanged when the network has no prior or the observation no tie order).
+func (a Arch) WithTiePrior(logits, pref []float32) []float32 {
+	if a.TiePrior == 0 || len(pref) == 0 {
+		return logits
+	}
+	w := float32(a.TiePrior)
+	for i := range logits {
+		logits[i] += w * pref[i]
+	}
+	return logits
 }
 
 func (a Arch) validate() error {
@@ -58,6 +74,8 @@ func (a Arch) validate() error {
 		return fmt.Errorf("layer sizes hidden %d encoder_layers %d head_hidden %d", a.Hidden, a.EncoderLayers, a.HeadHidden)
 	case !(a.ValueScale > 0) || math.IsInf(a.ValueScale, 0):
 		return fmt.Errorf("value_scale %v", a.ValueScale)
+	case !(a.TiePrior >= 0) || math.IsInf(a.TiePrior, 0):
+		return fmt.Errorf("tie_prior %v", a.TiePrior)
 	}
 	return env.CheckCandidates(a.Candidates)
 }

@@ -55,8 +55,8 @@ type placer struct {
 
 func (pl *placer) Name() string { return pl.p.name }
 
-// Place picks the feasible node with the highest logit; exact ties (identical node rows score
-// identically) are broken uniformly with rng, as the heuristics break theirs.
+// Place picks the feasible node with the highest logit (with the network's tie prior); exact
+// ties (identical node rows without a prior) are broken uniformly with rng.
 func (pl *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
 	if pl.env == nil || pl.clusterID != c.ID() {
 		opts := env.DefaultOptions()
@@ -102,7 +102,7 @@ func (pl *placer) choose(rng *rand.Rand) int {
 			out.Drop()
 		})
 	}
-	pl.nodeLogit = pl.rows.Expand(pl.logits, pl.nodeLogit)
+	pl.nodeLogit = p.Net.Arch.WithTiePrior(pl.rows.Expand(pl.logits, pl.nodeLogit), obs.TiePref)
 	return argmaxFeasible(pl.nodeLogit, obs.Mask, rng)
 }
 

@@ -130,25 +130,43 @@ func (c *Cluster) touch(i int) {
 // lists every node index once, most preferred first. The default is node order. The FGD
 // paper's simulator prefers nodes in a seeded random order (see ShuffledOrder).
 func (c *Cluster) SetTieOrder(order []int) error {
-	if len(order) != len(c.nodes) {
-		return fmt.Errorf("tie order: %d entries for %d nodes", len(order), len(c.nodes))
+	if err := checkTieOrder(order, len(c.nodes)); err != nil {
+		return fmt.Errorf("tie order: %w", err)
 	}
-	rank := make([]int32, len(order))
-	for i := range rank {
-		rank[i] = -1
-	}
+	rank := make([]int32, len(order)) // new: clones share the old one
 	for r, i := range order {
-		if i < 0 || i >= len(order) || rank[i] >= 0 {
-			return fmt.Errorf("tie order: entry %d (node %d) is out of range or repeated", r, i)
-		}
 		rank[i] = int32(r)
 	}
 	c.rank = rank
 	return nil
 }
 
+// checkTieOrder reports an order that is not a permutation of the n node indices.
+func checkTieOrder(order []int, n int) error {
+	if len(order) != n {
+		return fmt.Errorf("%d entries for %d nodes", len(order), n)
+	}
+	seen := make([]bool, n)
+	for r, i := range order {
+		if i < 0 || i >= n || seen[i] {
+			return fmt.Errorf("entry %d (node %d) is out of range or repeated", r, i)
+		}
+		seen[i] = true
+	}
+	return nil
+}
+
 // TieRank is node i's position in the tie-break order (0 = preferred).
 func (c *Cluster) TieRank(i int) int { return int(c.rank[i]) }
+
+// TieOrder lists the node indices most preferred first (the inverse of TieRank).
+func (c *Cluster) TieOrder() []int {
+	order := make([]int, len(c.rank))
+	for i, r := range c.rank {
+		order[r] = i
+	}
+	return order
+}
 
 // NumNodes is the number of nodes.
 func (c *Cluster) NumNodes() int { return len(c.nodes) }

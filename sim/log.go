@@ -52,12 +52,15 @@ type TaskRecord struct {
 
 // LogHeader is the first line of a decision log.
 type LogHeader struct {
-	Schema  string            `json:"schema"`
-	Version int               `json:"version"`
-	Type    string            `json:"type"` // "header"
-	Nodes   []NodeRecord      `json:"nodes"`
-	Shapes  []ShapeRecord     `json:"typical_shapes,omitempty"`
-	Meta    map[string]string `json:"meta,omitempty"`
+	Schema  string        `json:"schema"`
+	Version int           `json:"version"`
+	Type    string        `json:"type"` // "header"
+	Nodes   []NodeRecord  `json:"nodes"`
+	Shapes  []ShapeRecord `json:"typical_shapes,omitempty"`
+	// TieOrder lists the node indices in the order the scheduler preferred them among equal
+	// scores, most preferred first; absent, node order.
+	TieOrder []int             `json:"tie_order,omitempty"`
+	Meta     map[string]string `json:"meta,omitempty"`
 }
 
 // Event is one line after the header.
@@ -81,6 +84,7 @@ func NewLogHeader(c *Cluster, meta map[string]string) LogHeader {
 	for _, n := range c.nodes {
 		h.Nodes = append(h.Nodes, NodeRecord{Name: n.Name, CPU: n.CPU, Mem: n.Mem, GPUs: n.GPUs, Model: n.GPUType})
 	}
+	h.TieOrder = c.TieOrder()
 	if c.model != nil {
 		for _, s := range c.model.Shapes {
 			t := Task{GPUTypes: s.GPUTypes}
@@ -97,6 +101,20 @@ func (h LogHeader) NodesOf() []Node {
 		out[i] = Node{Name: n.Name, CPU: n.CPU, Mem: n.Mem, GPUs: n.GPUs, GPUType: n.Model}
 	}
 	return out
+}
+
+// NewCluster builds the header's empty cluster with its tie order, when it has one.
+func (h LogHeader) NewCluster() (*Cluster, error) {
+	c, err := NewCluster(h.NodesOf(), h.ModelOf())
+	if err != nil {
+		return nil, err
+	}
+	if len(h.TieOrder) > 0 {
+		if err := c.SetTieOrder(h.TieOrder); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // ModelOf returns the header's typical shapes as a model, or nil when it has none.

@@ -54,6 +54,11 @@ func NewLogReader(r io.Reader) (*LogReader, error) {
 	case len(h.Nodes) == 0:
 		return nil, fmt.Errorf("line 1: header lists no nodes")
 	}
+	if len(h.TieOrder) > 0 {
+		if err := checkTieOrder(h.TieOrder, len(h.Nodes)); err != nil {
+			return nil, fmt.Errorf("line 1: tie_order: %w", err)
+		}
+	}
 	return lr, nil
 }
 
@@ -92,7 +97,7 @@ type Replayer struct {
 
 // NewReplayer builds the header's cluster (with its typical shapes, when present).
 func NewReplayer(h LogHeader) (*Replayer, error) {
-	c, err := NewCluster(h.NodesOf(), h.ModelOf())
+	c, err := h.NewCluster()
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
 	}

@@ -75,6 +75,16 @@ func TestRunLogReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	shuffled := false
+	for i := range c.NumNodes() {
+		if r.C.TieRank(i) != c.TieRank(i) {
+			t.Fatalf("node %d: replayed tie rank %d, run %d", i, r.C.TieRank(i), c.TieRank(i))
+		}
+		shuffled = shuffled || c.TieRank(i) != i
+	}
+	if !shuffled {
+		t.Fatal("the run's tie order is node order; the round trip checks nothing")
+	}
 	events := 0
 	for {
 		ev, err := lr.Next()
@@ -170,6 +180,7 @@ func TestLogReaderRejectsBadHeaders(t *testing.T) {
 		"version":        {enc(bad), "version 99"},
 		"schema":         {enc(other), `schema "something-else"`},
 		"unknown field":  {`{"schema":"schedrl.decision-log","version":1,"type":"header","nodes":[{"name":"n"}],"colour":1}` + "\n", "unknown field"},
+		"tie order":      {`{"schema":"schedrl.decision-log","version":1,"type":"header","nodes":[{"name":"n"},{"name":"m"}],"tie_order":[1,1]}` + "\n", "line 1: tie_order: entry 1 (node 1)"},
 		"bad event line": {enc(good) + `{"seq":1,"type":"arrive","task":"a","bogus":true}` + "\n", "line 2"},
 	}
 	for name, tc := range cases {

@@ -58,6 +58,12 @@ type FinetuneConfig struct {
 	// decisions that are deployed and evaluated, which a softmax over many near-equal nodes
 	// at 1 is not (it spreads tasks; docs/finetune.md). Greedy decisions do not depend on it.
 	Temperature float64 `mapstructure:"temperature" yaml:"temperature"`
+	// TiePrior (placement) is added, times each node's tie preference (1 for the scheduler's
+	// most preferred node down to 1/n), to every logit of the fine-tuned policy, whatever the
+	// checkpoint it starts from had: among nearly equal scores the policy then keeps choosing
+	// the same nodes, most of what FGD's tie order is worth (docs/finetune.md). It is part of
+	// the policy: rollouts, updates, evaluations and the checkpoint's placer all use it.
+	TiePrior float64 `mapstructure:"tie_prior" yaml:"tie_prior"`
 
 	// Advantages: generalised advantage estimation.
 	Gamma     float64 `mapstructure:"gamma" yaml:"gamma"`
@@ -169,6 +175,10 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("total_steps: must cover one update (num_envs x rollout_steps = %d), got %d", c.NumEnvs*c.RolloutSteps, c.TotalSteps)
 	case !(c.Temperature > 0 && c.Temperature <= 10):
 		return fmt.Errorf("temperature: must be in (0, 10], got %g", c.Temperature)
+	case !(c.TiePrior >= 0 && c.TiePrior <= 100):
+		return fmt.Errorf("tie_prior: must be in [0, 100], got %g", c.TiePrior)
+	case c.TiePrior > 0 && c.Env != "placement":
+		return fmt.Errorf("tie_prior: weighs placement nodes by the scheduler's tie order; env %s has none", c.Env)
 	case !(c.Gamma > 0 && c.Gamma <= 1):
 		return fmt.Errorf("gamma: must be in (0, 1], got %g", c.Gamma)
 	case !unit(c.GAELambda):

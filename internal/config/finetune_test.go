@@ -33,6 +33,8 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"candidates", func(c *FinetuneConfig) { c.Candidates = "best" }},
 		{"candidates", func(c *FinetuneConfig) { c.Env, c.Candidates = "defrag", "fgd-best" }},
 		{"stagger", func(c *FinetuneConfig) { c.Env, c.Stagger = "defrag", true }},
+		{"tie_prior", func(c *FinetuneConfig) { c.TiePrior = -1 }},
+		{"tie_prior", func(c *FinetuneConfig) { c.Env, c.TiePrior = "defrag", 1 }},
 		// 52 is a defrag held-out state even when eval_seeds does not name it.
 		{"seeds", func(c *FinetuneConfig) { c.Env, c.Seeds, c.EvalSeeds = "defrag", "52", "49" }},
 	} {
