@@ -27,6 +27,7 @@ func BenchmarkPPOFullCluster(b *testing.B) {
 	fc.Nodes = filepath.Join(traceDir(), "openb_node_list_gpu_node.csv")
 	fc.TracesDir = traceDir()
 	fc.ClusterSizes = []int{0}
+	fc.TiePrior = 1 // as configs/finetune-openb.yaml: rows carry prior masses, nodes are drawn by tie order
 	fc.EvalEvery, fc.EvalClusterSize, fc.EvalSeeds = 0, 16, "49"
 	fc.CheckpointEvery = 1000
 	fc.TotalSteps = b.N * fc.NumEnvs * fc.RolloutSteps
