@@ -75,14 +75,7 @@ func logMass(nodes []int, pref []float32, scale float64, count float32) float32 
 	if scale == 0 || len(pref) == 0 {
 		return logOf(count)
 	}
-	top := math.Inf(-1)
-	for _, i := range nodes {
-		top = math.Max(top, scale*float64(pref[i]))
-	}
-	var sum float64
-	for _, i := range nodes {
-		sum += math.Exp(scale*float64(pref[i]) - top)
-	}
+	top, sum := mass(nodes, pref, scale)
 	return float32(top + math.Log(sum))
 }
 
@@ -95,14 +88,7 @@ func pickNode(nodes []int, pref []float32, scale float64, rng *rand.Rand) int {
 	if scale == 0 || len(pref) == 0 {
 		return nodes[rng.IntN(len(nodes))]
 	}
-	top := math.Inf(-1)
-	for _, i := range nodes {
-		top = math.Max(top, scale*float64(pref[i]))
-	}
-	var sum float64
-	for _, i := range nodes {
-		sum += math.Exp(scale*float64(pref[i]) - top)
-	}
+	top, sum := mass(nodes, pref, scale)
 	u := rng.Float64() * sum
 	for _, i := range nodes {
 		if u -= math.Exp(scale*float64(pref[i]) - top); u < 0 {
@@ -110,6 +96,19 @@ func pickNode(nodes []int, pref []float32, scale float64, rng *rand.Rand) int {
 		}
 	}
 	return nodes[len(nodes)-1]
+}
+
+// mass is the prior mass of nodes, sum of exp(scale x pref[node]), as exp(top) x sum with top
+// the largest exponent, so that nothing overflows.
+func mass(nodes []int, pref []float32, scale float64) (top, sum float64) {
+	top = math.Inf(-1)
+	for _, i := range nodes {
+		top = math.Max(top, scale*float64(pref[i]))
+	}
+	for _, i := range nodes {
+		sum += math.Exp(scale*float64(pref[i]) - top)
+	}
+	return top, sum
 }
 
 // batch is samples padded to their widest row count, on the network's device, each distinct

@@ -363,3 +363,30 @@ func flat(net *nn.Net) []float64 {
 	}
 	return out
 }
+
+// A sampled row goes to its nodes in proportion to exp(scale x tie preference), and the row's
+// log mass is the log of that sum.
+func TestPickNodeFollowsThePrior(t *testing.T) {
+	nodes, pref := []int{3, 0, 5}, []float32{0, 1, 0.5, 0.25, 0, 0}
+	const scale = 2
+	want := map[int]float64{}
+	var total float64
+	for _, i := range nodes {
+		want[i] = math.Exp(scale * float64(pref[i]))
+		total += want[i]
+	}
+	if got := logMass(nodes, pref, scale, 3); math.Abs(float64(got)-math.Log(total)) > 1e-6 {
+		t.Fatalf("log mass %v, want %v", got, math.Log(total))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const draws = 20000
+	got := map[int]int{}
+	for range draws {
+		got[pickNode(nodes, pref, scale, rng)]++
+	}
+	for _, i := range nodes {
+		if p := float64(got[i]) / draws; math.Abs(p-want[i]/total) > 0.01 {
+			t.Errorf("node %d drawn %.3f of the time, want %.3f", i, p, want[i]/total)
+		}
+	}
+}
