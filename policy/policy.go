@@ -1,6 +1,7 @@
 // Package policy holds schedrl's heuristic experts: placement policies that pick a node and
 // GPUs for an arriving task (random, dotprod, clustering, packing, bestfit, fgd — the six
-// baselines of the FGD paper, scored as its simulator scores them), and defragmentation
+// baselines of the FGD paper, scored as its simulator scores them; and firstfit, the tie order
+// alone, a reference for what a consistent node preference is worth), and defragmentation
 // (descheduling) policies that move running tasks to reduce fragmentation (frag-one-pod,
 // frag-multi-pod, cos-sim, greedy).
 //

@@ -29,7 +29,7 @@ func prepare(tb testing.TB, pods string, seed uint64) *sim.Prepared {
 }
 
 func TestRegistry(t *testing.T) {
-	want := "bestfit,clustering,dotprod,fgd,packing,random"
+	want := "bestfit,clustering,dotprod,fgd,firstfit,packing,random"
 	if got := strings.Join(Placers(), ","); got != want {
 		t.Fatalf("placers %s, want %s", got, want)
 	}
@@ -176,5 +176,39 @@ func TestFidelity(t *testing.T) {
 		if math.Abs(a-pa) > 1 || math.Abs(b-pb) > 1 {
 			t.Errorf("%s: %.2f/%.2f vs paper %.2f/%.2f: more than 1 point apart", tc.policy, a, b, pa, pb)
 		}
+	}
+}
+
+// FirstFit takes the first feasible node in the tie order, skipping those the task does not fit.
+func TestFirstFitFollowsTheTieOrder(t *testing.T) {
+	nodes := []sim.Node{
+		{Name: "a", CPU: 8000, Mem: 8192, GPUs: 2, GPUType: "V100"},
+		{Name: "b", CPU: 8000, Mem: 8192, GPUs: 2, GPUType: "V100"},
+		{Name: "c", CPU: 1000, Mem: 8192, GPUs: 2, GPUType: "V100"},
+	}
+	c, err := sim.NewCluster(nodes, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetTieOrder([]int{2, 1, 0}); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := NewPlacer("firstfit")
+	task := sim.Task{Name: "t", CPU: 2000, Mem: 1024, NumGPU: 1, GPUMilli: 1000}
+	for range 3 { // node c lacks the CPU: b first, then a once b is full
+		ch, ok := p.Place(c, task, nil)
+		if !ok {
+			t.Fatal("nothing placed")
+		}
+		if err := c.Place(task, ch); err != nil {
+			t.Fatal(err)
+		}
+		task.Name += "'"
+	}
+	if got := c.Free(1).TotalGPU(); got != 0 {
+		t.Fatalf("node b has %d milli free, want it filled first", got)
+	}
+	if got := c.Free(0).TotalGPU(); got != 1000 {
+		t.Fatalf("node a has %d milli free, want one GPU used", got)
 	}
 }
