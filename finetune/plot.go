@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -101,6 +103,7 @@ func PlotCurves(path, title string, curves []Curve, refs []Reference) error {
 	}
 	p.X.Min, p.X.Max = 0, max(maxX, 1)
 	p.Y.Min, p.Y.Max = lo-0.1*(hi-lo)-0.05, hi+0.1*(hi-lo)+0.05
+	p.Y.Tick.Marker = plot.TickerFunc(allocTicks)
 	f, err := atomicfile.Create(path, 0o644)
 	if err != nil {
 		return err
@@ -114,4 +117,22 @@ func PlotCurves(path, title string, curves []Curve, refs []Reference) error {
 		return err
 	}
 	return f.Commit()
+}
+
+// allocTicks labels the allocation axis at a round step with as many decimals as the step
+// needs: runs differ by tenths of a point, which gonum's default labels round away.
+func allocTicks(lo, hi float64) []plot.Tick {
+	step := 5.0
+	for _, s := range []float64{0.05, 0.1, 0.2, 0.5, 1, 2} {
+		if (hi-lo)/s <= 8 {
+			step = s
+			break
+		}
+	}
+	decimals := max(0, int(math.Ceil(-math.Log10(step)-1e-9)))
+	var ticks []plot.Tick
+	for v := math.Ceil(lo/step) * step; v <= hi+1e-9; v += step {
+		ticks = append(ticks, plot.Tick{Value: v, Label: strconv.FormatFloat(v, 'f', decimals, 64)})
+	}
+	return ticks
 }

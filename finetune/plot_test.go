@@ -35,3 +35,21 @@ func TestReadCurveNeedsACheckpoint(t *testing.T) {
 		t.Fatal("a directory without checkpoints gave a curve")
 	}
 }
+
+// Allocation ticks keep the decimals their step needs: runs differ by tenths of a point.
+func TestAllocTicks(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi      float64
+		first, last string
+		n           int
+	}{
+		{95.22, 95.56, "95.25", "95.55", 7},
+		{89.5, 95.6, "90", "95", 6},
+		{94.0, 95.2, "94.0", "95.2", 7},
+	} {
+		ticks := allocTicks(tc.lo, tc.hi)
+		if len(ticks) != tc.n || ticks[0].Label != tc.first || ticks[len(ticks)-1].Label != tc.last {
+			t.Errorf("%v..%v: %d ticks %q..%q, want %d %q..%q", tc.lo, tc.hi, len(ticks), ticks[0].Label, ticks[len(ticks)-1].Label, tc.n, tc.first, tc.last)
+		}
+	}
+}
