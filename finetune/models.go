@@ -69,7 +69,6 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 		if err != nil {
 			return nil, fmt.Errorf("finetune.from: %w", err)
 		}
-		ref.Arch.TiePrior = net.Arch.TiePrior // the KL compares scores under the same prior
 		m.ref = &policy{net: ref, dev: dev, temperature: cfg.Finetune.Temperature}
 	}
 	return m, m.startAverage()

@@ -60,7 +60,8 @@ type learner struct {
 }
 
 // refLogp computes the reference policy's masked log-probabilities for every sample, once per
-// update, so the mini-batches only run the trained network.
+// update, so the mini-batches only run the trained network. They use the samples' row weights,
+// so the reference is scored under the trained policy's tie prior.
 func (l *learner) refLogp(r *rollout) ([][]float32, error) {
 	out := make([][]float32, len(r.samples))
 	const chunk = 256

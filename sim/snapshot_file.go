@@ -106,8 +106,7 @@ func (s SnapshotFile) Build() (*Cluster, []Task, error) {
 	if len(s.Nodes) == 0 {
 		return nil, nil, fmt.Errorf("nodes: none")
 	}
-	h := LogHeader{Nodes: s.Nodes, Shapes: s.Shapes}
-	c, err := NewCluster(h.NodesOf(), h.ModelOf())
+	c, err := LogHeader{Nodes: s.Nodes, Shapes: s.Shapes}.NewCluster()
 	if err != nil {
 		return nil, nil, fmt.Errorf("nodes: %w", err)
 	}
