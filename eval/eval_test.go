@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -89,6 +90,11 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	if r == nil || r.AllocGPUPct130.N != 3 || len(r.PerSeed) != 3 || r.PerSeed[0].Seed != 1 {
 		t.Fatalf("metrics.json lacks bestfit on small over 3 seeds: %+v", r)
 	}
+	base := read.Find("fgd", "small")
+	if read.Baseline != "fgd" || base.VsBaseline != nil || r.VsBaseline == nil || r.VsBaseline.Diff.N != 3 ||
+		math.Abs(r.VsBaseline.Diff.Mean-(r.AllocGPUPct130.Mean-base.AllocGPUPct130.Mean)) > 1e-9 {
+		t.Fatalf("bestfit is not paired with the first policy, fgd: baseline %q, %+v", read.Baseline, r.VsBaseline)
+	}
 	if !(r.AllocGPUPct130.Mean > 0 && r.AllocGPUPct130.Mean <= 100) || r.LatencyP99Us.Mean <= 0 ||
 		r.AllocGPUPct130.Low > r.AllocGPUPct130.Mean || r.PerSeed[0].Tasks == 0 {
 		t.Fatalf("implausible summary: %+v", r)
@@ -143,6 +149,9 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	}
 	if !strings.Contains(string(md), "| BestFit |") {
 		t.Errorf("report.md has no BestFit row:\n%s", md)
+	}
+	if !strings.Contains(string(md), "Against FGD on the same seeds") || !strings.Contains(string(md), " vs FGD |") {
+		t.Errorf("report.md has no paired comparison with FGD:\n%s", md)
 	}
 }
 

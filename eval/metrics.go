@@ -60,7 +60,10 @@ type Result struct {
 	LatencyP99Us    Summary            `json:"decision_latency_p99_us"`
 	Defrag          *DefragSummary     `json:"defrag,omitempty"`
 	Paper           *PaperPoint        `json:"paper,omitempty"`
-	PerSeed         []SeedRun          `json:"per_seed"`
+	// VsBaseline pairs alloc_gpu_pct_130 with the baseline policy's on the same seeds
+	// (absent for the baseline itself).
+	VsBaseline *Paired   `json:"vs_baseline_alloc_gpu_pct_130,omitempty"`
+	PerSeed    []SeedRun `json:"per_seed"`
 }
 
 // DefragSummary aggregates DefragRun over seeds.
@@ -91,6 +94,7 @@ type Metrics struct {
 	Traces      []string `json:"traces"`
 	Tune        float64  `json:"tune"`
 	Seeds       []uint64 `json:"seeds"`
+	Baseline    string   `json:"baseline"` // the policy the others are paired with
 	WallSeconds float64  `json:"wall_seconds"`
 	Results     []Result `json:"results"`
 }
@@ -163,6 +167,24 @@ func aggregate(ref PolicyRef, trace TraceRef, tune float64, runs []SeedRun) Resu
 		}
 	}
 	return r
+}
+
+// pairWithBaseline fills every other policy's VsBaseline on each trace.
+func (m *Metrics) pairWithBaseline() {
+	alloc := func(r *Result) []float64 {
+		xs := make([]float64, len(r.PerSeed))
+		for i, s := range r.PerSeed {
+			xs[i] = s.AllocGPUPct130
+		}
+		return xs
+	}
+	for i := range m.Results {
+		r := &m.Results[i]
+		base := m.Find(m.Baseline, r.Trace)
+		if r.Policy != m.Baseline && base != nil {
+			r.VsBaseline = pairSeeds(m.Baseline, alloc(r), alloc(base))
+		}
+	}
 }
 
 // readCurve fills the headline numbers of run from its curve.

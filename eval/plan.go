@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -250,6 +251,11 @@ func (p *plan) metrics(runs []SeedRun) *Metrics {
 			m.Results = append(m.Results, r)
 		}
 	}
+	m.Baseline = m.Policies[0]
+	if p.cfg.Baseline != "" {
+		m.Baseline = strings.TrimSpace(p.cfg.Baseline)
+	}
+	m.pairWithBaseline()
 	return m
 }
 

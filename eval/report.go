@@ -35,8 +35,13 @@ func reportBlocks(m *Metrics, labels map[string]string) []block {
 		strings.Join(m.Policies, ", "), strings.Join(m.Traces, ", "), m.Nodes, m.Tune,
 		strings.Join(seeds, ", "), m.WallSeconds)}}
 	for _, trace := range m.Traces {
-		bs = append(bs, block{heading: "Trace " + trace, table: traceTable(m, trace, labels)},
-			block{image: "alloc_" + trace + ".png"}, block{image: "frag_" + trace + ".png"})
+		bs = append(bs, block{heading: "Trace " + trace, table: traceTable(m, trace, labels)})
+		if t := pairedTable(m, trace, labels); t != nil {
+			bs = append(bs, block{text: fmt.Sprintf("Against %s on the same seeds: GPU allocated at 130%% arrival, "+
+				"the mean per-seed difference ± the half-width of its 95%% confidence interval.", labels[m.Baseline]),
+				table: t})
+		}
+		bs = append(bs, block{image: "alloc_" + trace + ".png"}, block{image: "frag_" + trace + ".png"})
 	}
 	bs = append(bs, block{heading: "GPU allocated and fragmented at 130% arrival",
 		text: "Bars: mean over seeds; whiskers: 95% confidence interval; triangles: the paper's mean (seeds 42–51)."},
@@ -75,6 +80,21 @@ func traceTable(m *Metrics, trace string, labels map[string]string) [][]string {
 		rows = append(rows, []string{labels[pol], pm(r.AllocGPUPct100, 2), p100, pm(r.AllocGPUPct130, 2),
 			p130, delta, frag, strings.Join(failed, ", "),
 			fmt.Sprintf("%.1f / %.1f", r.LatencyP50Us.Mean, r.LatencyP99Us.Mean)})
+	}
+	return rows
+}
+
+func pairedTable(m *Metrics, trace string, labels map[string]string) [][]string {
+	rows := [][]string{{"policy", "Δ GPU alloc % @130 vs " + labels[m.Baseline], "wins / ties / losses", "verdict"}}
+	for _, pol := range m.Policies {
+		if r := m.Find(pol, trace); r != nil && r.VsBaseline != nil {
+			p := r.VsBaseline
+			rows = append(rows, []string{labels[pol], fmt.Sprintf("%+.3f ± %.3f", p.Diff.Mean, p.Diff.HalfWidth),
+				fmt.Sprintf("%d / %d / %d", p.Wins, p.Ties, p.Losses), p.Verdict()})
+		}
+	}
+	if len(rows) == 1 {
+		return nil
 	}
 	return rows
 }

@@ -57,3 +57,28 @@ func TestPercentile(t *testing.T) {
 		t.Errorf("p99 of nothing = %v, want 0", got)
 	}
 }
+
+func TestPairSeeds(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		xs, base           []float64
+		mean               float64
+		wins, ties, losses int
+		verdict            string
+	}{
+		// The workloads differ by 5 points, the policies by a steady 0.1: the means' intervals
+		// overlap widely, the paired one excludes zero.
+		{"steady gain", []float64{90.1, 95.2, 93.1, 91.1}, []float64{90, 95, 93, 91}, 0.125, 4, 0, 0, "higher"},
+		{"steady loss", []float64{89.9, 94.9, 92.9}, []float64{90, 95, 93}, -0.1, 0, 0, 3, "lower"},
+		{"mixed", []float64{90.2, 94.8, 93}, []float64{90, 95, 93}, 0, 1, 1, 1, "no difference shown"},
+		{"one seed proves nothing", []float64{91}, []float64{90}, 1, 1, 0, 0, "no difference shown"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pairSeeds("fgd", tc.xs, tc.base)
+			if math.Abs(p.Diff.Mean-tc.mean) > 1e-9 || p.Wins != tc.wins || p.Ties != tc.ties ||
+				p.Losses != tc.losses || p.Verdict() != tc.verdict || p.Baseline != "fgd" {
+				t.Fatalf("pairSeeds = %+v (verdict %q)", p, p.Verdict())
+			}
+		})
+	}
+}

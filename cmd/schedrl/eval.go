@@ -23,6 +23,7 @@ func init() {
 	var (
 		policies, traces        []string
 		seeds, out, nodes, tdir string
+		baseline                string
 		tune                    float64
 		parallelism             int
 		noPaper, force          bool
@@ -54,6 +55,7 @@ func init() {
 				"traces-dir":  func() { ec.TracesDir = tdir },
 				"parallelism": func() { ec.Parallelism = parallelism },
 				"no-paper":    func() { ec.PaperOverlay = !noPaper },
+				"baseline":    func() { ec.Baseline = baseline },
 			}
 			for name, apply := range set {
 				if f.Changed(name) {
@@ -85,6 +87,7 @@ func init() {
 	f.StringVar(&seeds, "seeds", "", "held-out workload seeds, e.g. 49-53 or 49,50,51")
 	f.Float64Var(&tune, "tune", 0, "workload tuning ratio (default 1.3)")
 	f.StringVar(&out, "out", "", "report directory")
+	f.StringVar(&baseline, "baseline", "", "policy the others are compared with seed by seed (default: the first)")
 	f.StringVar(&nodes, "nodes", "", "node list CSV")
 	f.StringVar(&tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
 	f.IntVar(&parallelism, "parallelism", 0, "concurrent runs (default: all CPUs)")

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,9 @@ type EvalConfig struct {
 	PaperOverlay bool `mapstructure:"paper_overlay" yaml:"paper_overlay"`
 	// Paper is the published allocation table (analysis_allo_discrete.csv).
 	Paper string `mapstructure:"paper" yaml:"paper"`
+	// Baseline is the policy every other one is compared with seed by seed, as listed in
+	// Policies; empty means the first policy.
+	Baseline string `mapstructure:"baseline" yaml:"baseline"`
 }
 
 // SetDefaults evaluates the six heuristics on four openb traces over held-out seeds 49..53
@@ -67,6 +71,10 @@ func (c EvalConfig) Validate() error {
 		if strings.TrimSpace(p) == "" {
 			return fmt.Errorf("policies[%d]: empty", i)
 		}
+	}
+	if b := strings.TrimSpace(c.Baseline); b != "" &&
+		!slices.ContainsFunc(c.Policies, func(p string) bool { return strings.TrimSpace(p) == b }) {
+		return fmt.Errorf("baseline: %q is not one of the policies %v", c.Baseline, c.Policies)
 	}
 	if _, err := ParseSeeds(c.Seeds); err != nil {
 		return fmt.Errorf("seeds: %w", err)

@@ -56,6 +56,8 @@ func TestEvalConfigValidate(t *testing.T) {
 		{"bad seeds", func(c *EvalConfig) { c.Seeds = "x" }, "seeds:"},
 		{"negative parallelism", func(c *EvalConfig) { c.Parallelism = -1 }, "parallelism:"},
 		{"no out", func(c *EvalConfig) { c.Out = "" }, "out:"},
+		{"baseline not evaluated", func(c *EvalConfig) { c.Baseline = "fgdd" }, "baseline:"},
+		{"baseline evaluated", func(c *EvalConfig) { c.Baseline = "bestfit" }, ""},
 		{"overlay without table", func(c *EvalConfig) { c.Paper = "" }, "paper:"},
 		{"no overlay, no table", func(c *EvalConfig) { c.Paper, c.PaperOverlay = "", false }, ""},
 	} {
