@@ -93,26 +93,31 @@ func writeOutputs(dir string, m *Metrics, plan *plan) error {
 	return writeReport(dir, m, names)
 }
 
-// Score returns one metric's mean per policy and trace (Scores[policy][trace]), the form the
-// pipeline's champion gate compares. Metric names are metrics.json keys.
-func (m *Metrics) Score(metric string) (map[string]map[string]float64, error) {
-	pick := map[string]func(*Result) Summary{
-		"alloc_gpu_pct_100":  func(r *Result) Summary { return r.AllocGPUPct100 },
-		"alloc_gpu_pct_130":  func(r *Result) Summary { return r.AllocGPUPct130 },
-		"frag_ratio_pct_100": func(r *Result) Summary { return r.FragRatioPct100 },
-		"frag_ratio_pct_130": func(r *Result) Summary { return r.FragRatioPct130 },
-		"frag_gpu_130":       func(r *Result) Summary { return r.FragGPU130 },
+// Score returns one metric per policy and trace, seed by seed (Scores[policy][trace][i] is the
+// run on Seeds[i]), the form the pipeline's champion gate compares. Metric names are
+// metrics.json keys.
+func (m *Metrics) Score(metric string) (map[string]map[string][]float64, error) {
+	pick := map[string]func(SeedRun) float64{
+		"alloc_gpu_pct_100":  func(r SeedRun) float64 { return r.AllocGPUPct100 },
+		"alloc_gpu_pct_130":  func(r SeedRun) float64 { return r.AllocGPUPct130 },
+		"frag_ratio_pct_100": func(r SeedRun) float64 { return r.FragRatioPct100 },
+		"frag_ratio_pct_130": func(r SeedRun) float64 { return r.FragRatioPct130 },
+		"frag_gpu_130":       func(r SeedRun) float64 { return r.FragGPU130 },
 	}[metric]
 	if pick == nil {
 		return nil, fmt.Errorf("metric %q: want alloc_gpu_pct_100, alloc_gpu_pct_130, frag_ratio_pct_100, frag_ratio_pct_130 or frag_gpu_130", metric)
 	}
-	s := map[string]map[string]float64{}
+	s := map[string]map[string][]float64{}
 	for i := range m.Results {
 		r := &m.Results[i]
 		if s[r.Policy] == nil {
-			s[r.Policy] = map[string]float64{}
+			s[r.Policy] = map[string][]float64{}
 		}
-		s[r.Policy][r.Trace] = pick(r).Mean
+		xs := make([]float64, len(r.PerSeed))
+		for j, run := range r.PerSeed {
+			xs[j] = pick(run)
+		}
+		s[r.Policy][r.Trace] = xs
 	}
 	return s, nil
 }

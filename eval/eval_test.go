@@ -296,19 +296,27 @@ func TestRunMatchesTheSimulator(t *testing.T) {
 }
 
 func TestScore(t *testing.T) {
+	seeds := func(xs ...float64) []SeedRun {
+		runs := make([]SeedRun, len(xs))
+		for i, x := range xs {
+			runs[i] = SeedRun{Seed: uint64(i + 1), AllocGPUPct130: x, FragRatioPct130: 100 - x}
+		}
+		return runs
+	}
 	m := &Metrics{Results: []Result{
-		{Policy: "fgd", Trace: "default", AllocGPUPct130: Summary{Mean: 95.4}, FragRatioPct130: Summary{Mean: 99}},
-		{Policy: "fgd", Trace: "cpu050", AllocGPUPct130: Summary{Mean: 95.2}},
-		{Policy: "ckpt:x", Trace: "default", AllocGPUPct130: Summary{Mean: 95.6}},
+		{Policy: "fgd", Trace: "default", PerSeed: seeds(95.4, 95.2)},
+		{Policy: "fgd", Trace: "cpu050", PerSeed: seeds(95.2, 95.0)},
+		{Policy: "ckpt:x", Trace: "default", PerSeed: seeds(95.6, 95.1)},
 	}}
 	s, err := m.Score("alloc_gpu_pct_130")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s["fgd"]["default"] != 95.4 || s["fgd"]["cpu050"] != 95.2 || s["ckpt:x"]["default"] != 95.6 || len(s) != 2 {
+	if !slices.Equal(s["fgd"]["default"], []float64{95.4, 95.2}) || !slices.Equal(s["fgd"]["cpu050"], []float64{95.2, 95.0}) ||
+		!slices.Equal(s["ckpt:x"]["default"], []float64{95.6, 95.1}) || len(s) != 2 {
 		t.Fatalf("Score = %v", s)
 	}
-	if s, _ := m.Score("frag_ratio_pct_130"); s["fgd"]["default"] != 99 {
+	if s, _ := m.Score("frag_ratio_pct_130"); math.Abs(s["fgd"]["default"][0]-4.6) > 1e-9 {
 		t.Fatalf("frag score = %v", s)
 	}
 	if _, err := m.Score("alloc"); err == nil || !strings.Contains(err.Error(), "alloc_gpu_pct_130") {

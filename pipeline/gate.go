@@ -3,28 +3,35 @@ package pipeline
 import (
 	"fmt"
 	"strings"
+
+	"github.com/schedrl/schedrl/eval"
 )
 
 // Gate is the champion gate: a candidate takes the alias only when, on every configured
 // workload, its metric (higher is better) exceeds each baseline's and the current champion's
-// by more than Margin.
+// by more than Margin. With Paired the margin must hold at the low end of the 95% interval
+// of the seed-by-seed difference, so a win that is only the noise of a few workloads is refused.
 type Gate struct {
 	Metric    string
 	Margin    float64
+	Paired    bool
 	Workloads []string
 	Baselines []string
 }
 
-// Scores holds one metric per policy and workload: Scores[policy][workload].
-type Scores map[string]map[string]float64
+// Scores holds one metric per policy and workload, seed by seed: Scores[policy][workload][i]
+// is the run on the evaluation's i-th seed, the same seeds for every policy.
+type Scores map[string]map[string][]float64
 
 // Comparison is one candidate-versus-opponent check of a gate decision.
 type Comparison struct {
 	Workload  string  `json:"workload"`
 	Against   string  `json:"against"`
-	Candidate float64 `json:"candidate"`
+	Candidate float64 `json:"candidate"` // mean over seeds
 	Other     float64 `json:"other"`
-	Pass      bool    `json:"pass"`
+	// DiffLow is the low end of the 95% interval of candidate − other per seed (Paired only).
+	DiffLow *float64 `json:"diff_ci95_low,omitempty"`
+	Pass    bool     `json:"pass"`
 }
 
 // Decision is the gate's verdict with the reason recorded in the run record and registry.
@@ -46,20 +53,21 @@ func (g Gate) Decide(scores Scores, candidate, champion string) Decision {
 	var missing, lost []string
 	for _, w := range g.Workloads {
 		c, ok := scores[candidate][w]
-		if !ok {
+		if !ok || len(c) == 0 {
 			missing = append(missing, fmt.Sprintf("%s on %s", candidate, w))
 			continue
 		}
 		for _, o := range opponents {
 			v, ok := scores[o][w]
-			if !ok {
+			if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
 				missing = append(missing, fmt.Sprintf("%s on %s", o, w))
 				continue
 			}
-			cmp := Comparison{Workload: w, Against: o, Candidate: c, Other: v, Pass: c > v+g.Margin}
+			cmp := g.compare(c, v)
+			cmp.Workload, cmp.Against = w, o
 			d.Comparisons = append(d.Comparisons, cmp)
 			if !cmp.Pass {
-				lost = append(lost, fmt.Sprintf("%s %.3f vs %s %.3f on %s", g.Metric, c, o, v, w))
+				lost = append(lost, cmp.describe(g.Metric))
 			}
 		}
 	}
@@ -67,14 +75,45 @@ func (g Gate) Decide(scores Scores, candidate, champion string) Decision {
 	case len(missing) > 0:
 		d.Reason = "no " + g.Metric + " for " + strings.Join(missing, ", ")
 	case len(lost) > 0:
-		d.Reason = fmt.Sprintf("does not beat by more than %g: %s", g.Margin, strings.Join(lost, "; "))
+		d.Reason = fmt.Sprintf("does not beat by more than %g%s: %s", g.Margin, g.how(), strings.Join(lost, "; "))
 	default:
 		d.Promote = true
 		against := strings.Join(opponents, ", ")
 		if champion == "" {
 			against += " (no current champion)"
 		}
-		d.Reason = fmt.Sprintf("beats %s by more than %g %s on %s", against, g.Margin, g.Metric, strings.Join(g.Workloads, ", "))
+		d.Reason = fmt.Sprintf("beats %s by more than %g%s %s on %s", against, g.Margin, g.how(), g.Metric, strings.Join(g.Workloads, ", "))
 	}
 	return d
+}
+
+func (g Gate) compare(c, v []float64) Comparison {
+	cmp := Comparison{Candidate: eval.Summarize(c).Mean, Other: eval.Summarize(v).Mean}
+	if !g.Paired {
+		cmp.Pass = cmp.Candidate > cmp.Other+g.Margin
+		return cmp
+	}
+	diffs := make([]float64, len(c))
+	for i := range c {
+		diffs[i] = c[i] - v[i]
+	}
+	low := eval.Summarize(diffs).Low
+	// One seed has no interval: it cannot show a win.
+	cmp.DiffLow, cmp.Pass = &low, len(diffs) > 1 && low > g.Margin
+	return cmp
+}
+
+func (g Gate) how() string {
+	if g.Paired {
+		return " (95% paired, seed by seed)"
+	}
+	return ""
+}
+
+func (c Comparison) describe(metric string) string {
+	s := fmt.Sprintf("%s %.3f vs %s %.3f on %s", metric, c.Candidate, c.Against, c.Other, c.Workload)
+	if c.DiffLow != nil {
+		s += fmt.Sprintf(" (difference's 95%% interval starts at %+.3f)", *c.DiffLow)
+	}
+	return s
 }

@@ -8,11 +8,11 @@ import (
 func TestGateDecide(t *testing.T) {
 	g := Gate{Metric: "alloc_gpu_pct_130", Margin: 0.5, Workloads: []string{"default", "gpushare40"}, Baselines: []string{"fgd"}}
 	scores := Scores{
-		"fgd":   {"default": 95.0, "gpushare40": 90.0},
-		"champ": {"default": 95.8, "gpushare40": 91.0},
-		"new":   {"default": 96.5, "gpushare40": 91.6},
-		"close": {"default": 95.5, "gpushare40": 91.6}, // exactly the margin over fgd: not more
-		"half":  {"default": 97.0},
+		"fgd":   {"default": {95.0}, "gpushare40": {90.0}},
+		"champ": {"default": {95.8}, "gpushare40": {91.0}},
+		"new":   {"default": {96.5}, "gpushare40": {91.6}},
+		"close": {"default": {95.5}, "gpushare40": {91.6}}, // exactly the margin over fgd: not more
+		"half":  {"default": {97.0}},
 	}
 	tests := []struct {
 		name, candidate, champion string
@@ -33,5 +33,42 @@ func TestGateDecide(t *testing.T) {
 				t.Errorf("promote=%v reason=%q, want %v containing %q", d.Promote, d.Reason, tc.promote, tc.reason)
 			}
 		})
+	}
+}
+
+// The paired gate promotes a steady small gain over varied workloads and refuses a larger mean
+// gain that one workload carries, which the mean gate would promote.
+func TestGatePaired(t *testing.T) {
+	fgd := []float64{95.0, 93.0, 96.0, 94.0, 95.5}
+	scores := Scores{
+		"fgd":    {"default": fgd},
+		"steady": {"default": {95.1, 93.1, 96.1, 94.1, 95.6}}, // +0.1 on every seed
+		"lucky":  {"default": {96.5, 92.9, 95.9, 93.9, 95.4}}, // +1.5 once, -0.1 elsewhere
+		"short":  {"default": {95.1, 93.1}},                   // not the same seeds
+		"one":    {"default": {96.0}},
+	}
+	tests := []struct {
+		name, candidate string
+		paired, promote bool
+		reason          string
+	}{
+		{"steady gain, paired", "steady", true, true, "(95% paired, seed by seed)"},
+		{"one lucky workload, mean gate", "lucky", false, true, "beats fgd"},
+		{"one lucky workload, paired", "lucky", true, false, "difference's 95% interval starts at -"},
+		{"different seeds", "short", true, false, "no alloc_gpu_pct_130 for fgd on default"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Gate{Metric: "alloc_gpu_pct_130", Paired: tc.paired, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
+			d := g.Decide(scores, tc.candidate, "")
+			if d.Promote != tc.promote || !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("promote=%v reason=%q, want %v containing %q", d.Promote, d.Reason, tc.promote, tc.reason)
+			}
+		})
+	}
+	one := Scores{"fgd": {"default": {95.0}}, "one": {"default": {96.0}}}
+	g := Gate{Metric: "alloc_gpu_pct_130", Paired: true, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
+	if d := g.Decide(one, "one", ""); d.Promote || d.Comparisons[0].DiffLow == nil {
+		t.Errorf("one seed promoted by the paired gate: %+v", d)
 	}
 }

@@ -33,6 +33,9 @@ type GateConfig struct {
 	Metric string `mapstructure:"metric" yaml:"metric"`
 	// Margin in the metric's unit (points of allocation for alloc_gpu_pct_*); >= 0.
 	Margin float64 `mapstructure:"margin" yaml:"margin"`
+	// Paired asks for the margin at the low end of the 95% interval of the seed-by-seed
+	// difference instead of between the means: a win must be more than a few workloads' noise.
+	Paired bool `mapstructure:"paired" yaml:"paired"`
 	// Workloads are eval trace names (default, gpushare40, ...) the candidate must win on.
 	Workloads []string `mapstructure:"workloads" yaml:"workloads"`
 	// Baselines are heuristic policies in the same eval that the candidate must beat.

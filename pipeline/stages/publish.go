@@ -86,7 +86,8 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("gate: %w", err)
 	}
-	gate := pipeline.Gate{Metric: s.gate.Metric, Margin: s.gate.Margin, Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
+	gate := pipeline.Gate{Metric: s.gate.Metric, Margin: s.gate.Margin, Paired: s.gate.Paired,
+		Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
 
 	version, err := os.MkdirTemp("", "schedrl-publish-*")
@@ -125,7 +126,7 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	env.Log.Info("published", "ref", out.Ref, "uri", out.URI, "promoted", out.Promoted, "reason", out.Decision.Reason)
 	res := pipeline.Result{Note: note}
 	if v, ok := scores[roles.Candidate][s.gate.Workloads[0]]; ok {
-		res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + s.gate.Workloads[0], Value: v}
+		res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + s.gate.Workloads[0], Value: eval.Summarize(v).Mean}
 	}
 	return res, nil
 }
