@@ -182,7 +182,7 @@ func (m *Metrics) pairWithBaseline() {
 		r := &m.Results[i]
 		base := m.Find(m.Baseline, r.Trace)
 		if r.Policy != m.Baseline && base != nil {
-			r.VsBaseline = pairSeeds(m.Baseline, alloc(r), alloc(base))
+			r.VsBaseline = PairSeeds(m.Baseline, alloc(r), alloc(base))
 		}
 	}
 }

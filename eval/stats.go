@@ -69,8 +69,8 @@ type Paired struct {
 	Losses   int     `json:"losses"`
 }
 
-// pairSeeds summarises xs − base seed by seed; both hold the same seeds in the same order.
-func pairSeeds(baseline string, xs, base []float64) *Paired {
+// PairSeeds summarises xs − base seed by seed; both hold the same seeds in the same order.
+func PairSeeds(baseline string, xs, base []float64) *Paired {
 	p := &Paired{Baseline: baseline}
 	diffs := make([]float64, len(xs))
 	for i := range xs {

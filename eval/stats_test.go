@@ -74,7 +74,7 @@ func TestPairSeeds(t *testing.T) {
 		{"one seed proves nothing", []float64{91}, []float64{90}, 1, 1, 0, 0, "no difference shown"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pairSeeds("fgd", tc.xs, tc.base)
+			p := PairSeeds("fgd", tc.xs, tc.base)
 			if math.Abs(p.Diff.Mean-tc.mean) > 1e-9 || p.Wins != tc.wins || p.Ties != tc.ties ||
 				p.Losses != tc.losses || p.Verdict() != tc.verdict || p.Baseline != "fgd" {
 				t.Fatalf("pairSeeds = %+v (verdict %q)", p, p.Verdict())

@@ -2,6 +2,7 @@ package finetune
 
 import (
 	"context"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,6 +216,10 @@ func TestBestCheckpoint(t *testing.T) {
 	}
 	if res.BestUpdate != at || res.BestMean != best {
 		t.Fatalf("result says best %v at update %d, the record %v at %d", res.BestMean, res.BestUpdate, best, at)
+	}
+	if d := res.FinalVsStart; d == nil || d.Diff.N != len(res.Start.Seeds) ||
+		math.Abs(d.Diff.Mean-(res.FinalMean-res.StartMean)) > 1e-9 || d.Wins+d.Ties+d.Losses != d.Diff.N {
+		t.Fatalf("final vs start = %+v, want the %d seeds paired (%v -> %v)", d, len(res.Start.Seeds), res.StartMean, res.FinalMean)
 	}
 	dir := filepath.Join(out, BestDir)
 	m, err := checkpoint.Read(dir)

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schollz/progressbar/v3"
@@ -48,6 +49,9 @@ type Result struct {
 	// network is in Dir/BestDir unless it is the start's (BestUpdate 0).
 	BestMean   float64 `json:"best_mean_alloc_gpu_pct,omitempty"`
 	BestUpdate int     `json:"best_update,omitempty"`
+	// FinalVsStart pairs the last held-out evaluation with the start's seed by seed
+	// (placement): whether PPO changed the greedy policy by more than the seeds' noise.
+	FinalVsStart *eval.Paired `json:"final_vs_start,omitempty"`
 	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
 	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
 	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
@@ -227,6 +231,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	res.StartMean = res.Start.Mean
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	res.FinalMean = res.Final.Mean
+	if res.Start.Defrag == nil {
+		res.FinalVsStart = eval.PairSeeds("start", res.Final.AllocPct, res.Start.AllocPct)
+	}
 	best := st.Evals[bestEval(st.Evals)]
 	res.BestMean, res.BestUpdate = best.Held.Mean, best.Update
 	metrics := map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,

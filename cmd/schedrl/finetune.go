@@ -71,8 +71,10 @@ func init() {
 					s.Migrations, e.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% after %d env steps (%.0f steps/s, %.0f s)\n",
-				res.Dir, res.StartMean, res.FinalMean, res.EnvSteps, res.StepsPerSecond, res.Seconds)
+			d := res.FinalVsStart
+			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% (%+.3f ± %.3f seed by seed over %d seeds: %s) "+
+				"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, res.StartMean, res.FinalMean,
+				d.Diff.Mean, d.Diff.HalfWidth, d.Diff.N, d.Verdict(), res.EnvSteps, res.StepsPerSecond, res.Seconds)
 			if res.BestUpdate > 0 {
 				fmt.Fprintf(cmd.OutOrStdout(), "best held-out evaluation: %.2f%% at update %d, in %s\n",
 					res.BestMean, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
