@@ -171,18 +171,11 @@ func aggregate(ref PolicyRef, trace TraceRef, tune float64, runs []SeedRun) Resu
 
 // pairWithBaseline fills every other policy's VsBaseline on each trace.
 func (m *Metrics) pairWithBaseline() {
-	alloc := func(r *Result) []float64 {
-		xs := make([]float64, len(r.PerSeed))
-		for i, s := range r.PerSeed {
-			xs[i] = s.AllocGPUPct130
-		}
-		return xs
-	}
+	alloc, _ := m.Score("alloc_gpu_pct_130")
 	for i := range m.Results {
 		r := &m.Results[i]
-		base := m.Find(m.Baseline, r.Trace)
-		if r.Policy != m.Baseline && base != nil {
-			r.VsBaseline = PairSeeds(m.Baseline, alloc(r), alloc(base))
+		if base, ok := alloc[m.Baseline][r.Trace]; ok && r.Policy != m.Baseline {
+			r.VsBaseline = PairSeeds(m.Baseline, alloc[r.Policy][r.Trace], base)
 		}
 	}
 }
