@@ -93,13 +93,9 @@ func (g Gate) compare(c, v []float64) Comparison {
 		cmp.Pass = cmp.Candidate > cmp.Other+g.Margin
 		return cmp
 	}
-	diffs := make([]float64, len(c))
-	for i := range c {
-		diffs[i] = c[i] - v[i]
-	}
-	low := eval.Summarize(diffs).Low
+	d := eval.PairSeeds("", c, v).Diff
 	// One seed has no interval: it cannot show a win.
-	cmp.DiffLow, cmp.Pass = &low, len(diffs) > 1 && low > g.Margin
+	cmp.DiffLow, cmp.Pass = &d.Low, d.N > 1 && d.Low > g.Margin
 	return cmp
 }
 
