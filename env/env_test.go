@@ -34,7 +34,7 @@ func openb(tb testing.TB, ratio float64, seed uint64) (*sim.Cluster, []sim.Task)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if err := c.SetTieOrder(sim.ShuffledOrder(len(nodes), sim.RNG(seed, sim.StreamTieOrder))); err != nil {
+	if err := c.SetTieOrder(sim.SeededTieOrder(len(nodes), seed)); err != nil {
 		tb.Fatal(err)
 	}
 	_, _, capGPU := c.Capacity()

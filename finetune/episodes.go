@@ -168,7 +168,7 @@ func (e *episodes) workload(d Draw) (*sim.Cluster, []sim.Task, error) {
 		return nil, nil, err
 	}
 	// The seeded tie order `schedrl sim` gives the same seed, so held-out numbers match it.
-	if err := c.SetTieOrder(sim.ShuffledOrder(len(nodes), sim.RNG(d.Seed, sim.StreamTieOrder))); err != nil {
+	if err := c.SetTieOrder(sim.SeededTieOrder(len(nodes), d.Seed)); err != nil {
 		return nil, nil, err
 	}
 	_, _, capGPU := c.Capacity()

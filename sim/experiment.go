@@ -63,7 +63,7 @@ func (p *Prepared) NewCluster() (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return c, c.SetTieOrder(ShuffledOrder(len(p.Nodes), RNG(p.Seed, StreamTieOrder)))
+	return c, c.SetTieOrder(SeededTieOrder(len(p.Nodes), p.Seed))
 }
 
 // Run places the workload on a fresh cluster with placer, logging to log when not nil. The

@@ -22,6 +22,11 @@ const (
 // ShuffledOrder is a random permutation of n node indices, for Cluster.SetTieOrder.
 func ShuffledOrder(n int, rng *rand.Rand) []int { return rng.Perm(n) }
 
+// SeededTieOrder is the tie order a seeded run uses: the seed's tie-order stream shuffles the
+// n nodes, as the FGD paper's simulator does. Everything that must match `schedrl sim` on a
+// seed (experiments, fine-tuning episodes) takes it from here.
+func SeededTieOrder(n int, seed uint64) []int { return ShuffledOrder(n, RNG(seed, StreamTieOrder)) }
+
 // TuneWorkload builds the paper's arrival sequence: every trace task, plus copies drawn
 // uniformly with replacement (named "<name>-tuned-<k>") until the next copy would push the
 // total GPU request past ratio x gpuCapMilli (or, if the trace already exceeds that, random
