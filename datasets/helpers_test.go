@@ -5,16 +5,15 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/sim"
 )
 
 func traceFile(name string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb", name)
+	return filepath.Join(repotest.OpenbDir(), name)
 }
 
 // fgdPlacer places on the candidate that raises its node's fragment least (lowest index on

@@ -1,25 +1,17 @@
 package defrag
 
 import (
-	"os"
 	"syscall"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/repotest"
 )
 
-const (
-	openbNodes = "../../shared/traces/openb/openb_node_list_gpu_node.csv"
-	openbPods  = "../../shared/traces/openb/openb_pod_list_default.csv"
-)
-
-// openbProblem is the held-out openb state of a seed (1213 nodes), or skips without traces.
+// openbProblem is the held-out openb state of a seed (1213 nodes).
 func openbProblem(tb testing.TB, seed uint64, budget int) Problem {
 	tb.Helper()
-	if _, err := os.Stat(openbPods); err != nil {
-		tb.Skip("openb traces not present")
-	}
-	snap, err := MakeState(StateSpec{Nodes: openbNodes, Pods: openbPods, Policy: "fgd", Seed: seed, Tune: 1.3,
+	snap, err := MakeState(StateSpec{Nodes: repotest.OpenbNodes(), Pods: repotest.OpenbPods("default"), Policy: "fgd", Seed: seed, Tune: 1.3,
 		Coverage: 0.95, Departures: 0.1, MaxPending: 200})
 	if err != nil {
 		tb.Fatal(err)

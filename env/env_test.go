@@ -3,16 +3,15 @@ package env
 import (
 	"math"
 	"path/filepath"
-	"runtime"
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
 func traceDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	return repotest.OpenbDir()
 }
 
 // openb builds the 1213-node openb cluster and a tune-ratio workload of the default trace.

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
@@ -242,10 +243,8 @@ func TestRunRefusesExistingOutWithoutForce(t *testing.T) {
 func TestRunOverlaysThePaper(t *testing.T) {
 	var cfg config.EvalConfig
 	cfg.SetDefaults()
-	cfg.TracesDir, cfg.Nodes, cfg.Paper = "../"+cfg.TracesDir, "../"+cfg.Nodes, "../"+cfg.Paper
-	if _, err := os.Stat(cfg.Paper); err != nil {
-		t.Skipf("shared traces not present: %v", err)
-	}
+	root := repotest.Root()
+	cfg.TracesDir, cfg.Nodes, cfg.Paper = filepath.Join(root, cfg.TracesDir), filepath.Join(root, cfg.Nodes), filepath.Join(root, cfg.Paper)
 	cfg.Policies, cfg.Traces, cfg.Seeds = []string{"bestfit"}, []string{"default"}, "49"
 	cfg.Out = filepath.Join(t.TempDir(), "report")
 	m, err := Run(context.Background(), cfg, Options{Log: quiet})

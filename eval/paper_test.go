@@ -7,15 +7,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
 )
 
-const paperTable = "../../shared/traces/fgd-paper/analysis_allo_discrete.csv"
-
 func TestLoadPaperPublishedMeans(t *testing.T) {
-	if _, err := os.Stat(paperTable); err != nil {
-		t.Skipf("shared traces not present: %v", err)
-	}
-	p, err := LoadPaper(paperTable)
+	p, err := LoadPaper(repotest.PaperTable())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"syscall"
@@ -16,14 +15,14 @@ import (
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
 )
 
 func traceDir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	return repotest.OpenbDir()
 }
 
 // smallConfig is a seconds-long run on 24..32-node sub-clusters, warm-started from a saved

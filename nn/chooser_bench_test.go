@@ -3,7 +3,6 @@ package nn
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/schedrl/schedrl/defrag"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/repotest"
 )
 
 // BenchmarkPlanModel1213 is the plan latency target beside defrag's BenchmarkPlanGreedy1213:
@@ -19,8 +19,7 @@ import (
 // plans with a trained checkpoint (what it picks decides how long the episode is and how
 // many rows stay distinct); without it, a freshly initialised network of the default size.
 func BenchmarkPlanModel1213(b *testing.B) {
-	_, file, _, _ := runtime.Caller(0)
-	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	traces := repotest.OpenbDir()
 	snap, err := defrag.MakeState(defrag.StateSpec{Nodes: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
 		Pods: filepath.Join(traces, "openb_pod_list_default.csv"), Policy: "fgd", Seed: 49, Tune: 1.3,
 		Coverage: 0.95, Departures: 0.1, MaxPending: 200})

@@ -4,13 +4,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/sugarme/gotch"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -107,8 +107,7 @@ func (c *checkedPlacer) Place(cl *sim.Cluster, task sim.Task, rng *rand.Rand) (s
 // openbExperiment is the openb default trace's experiment of seed 50 at tune on all 1213 nodes.
 func openbExperiment(t *testing.T, tune float64) *sim.Prepared {
 	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	traces := filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb")
+	traces := repotest.OpenbDir()
 	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
 		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: tune, Seed: 50, Coverage: 0.95})
 	if err != nil {

@@ -10,18 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/sim"
 )
 
-const traces = "../../shared/traces/openb"
-
 func prepare(tb testing.TB, pods string, seed uint64) *sim.Prepared {
 	tb.Helper()
-	if _, err := os.Stat(traces); err != nil {
-		tb.Skip("openb traces not present")
-	}
-	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
+	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(),
+		PodsPath: filepath.Join(repotest.OpenbDir(), pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -107,9 +103,9 @@ func TestPlaceMaximisesScore(t *testing.T) {
 
 // paperMeans reads the paper's mean allocation at 100% and 130% over the given seeds.
 func paperMeans(t *testing.T, trace, label string, seeds []uint64) (float64, float64) {
-	f, err := os.Open("../../shared/traces/fgd-paper/analysis_allo_discrete.csv")
+	f, err := os.Open(repotest.PaperTable())
 	if err != nil {
-		t.Skip("paper results not present")
+		t.Fatal(err)
 	}
 	defer f.Close()
 	rows, err := csv.NewReader(f).ReadAll()

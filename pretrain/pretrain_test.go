@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -16,14 +15,14 @@ import (
 	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
 func traceFile(name string) string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "traces", "openb", name)
+	return filepath.Join(repotest.OpenbDir(), name)
 }
 
 // smallCluster writes the first n nodes of the openb node list to dir.

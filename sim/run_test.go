@@ -10,19 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
-const traces = "../../shared/traces/openb"
-
 func prepare(t *testing.T, pods string, seed uint64) *sim.Prepared {
 	t.Helper()
-	if _, err := os.Stat(traces); err != nil {
-		t.Skip("openb traces not present")
-	}
-	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
+	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(),
+		PodsPath: filepath.Join(repotest.OpenbDir(), pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
 )
 
 const (
@@ -99,10 +101,7 @@ func TestLoadGoodFiles(t *testing.T) {
 }
 
 func TestLoadOpenbTraces(t *testing.T) {
-	dir := "../../shared/traces/openb"
-	if _, err := os.Stat(dir); err != nil {
-		t.Skip("openb traces not present")
-	}
+	dir := repotest.OpenbDir()
 	nodes, err := LoadNodes(filepath.Join(dir, "openb_node_list_gpu_node.csv"))
 	if err != nil {
 		t.Fatal(err)

@@ -29,9 +29,6 @@ func schedrl(t *testing.T, args ...string) (string, error) {
 // a defrag dataset of them, a few behaviour-cloning steps, then plans from the checkpoint
 // (greedy decoding and samples) on a held-out state; a placement checkpoint is refused.
 func TestDefragBehaviourCloningEndToEnd(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(repoRoot, "../shared/traces/openb/openb_pod_list_default.csv")); err != nil {
-		t.Skip("openb traces not present")
-	}
 	dir := t.TempDir()
 	logs, ds, ckpt := filepath.Join(dir, "logs"), filepath.Join(dir, "ds"), filepath.Join(dir, "bc")
 	set := []string{"--config", "configs/smoke.yaml", "--set", "defrag.budget=4"}

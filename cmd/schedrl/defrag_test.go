@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/defrag"
+	"github.com/schedrl/schedrl/internal/repotest"
 )
 
 // defragCLI runs `schedrl defrag ARGS...` in process.
@@ -23,13 +24,9 @@ func defragCLI(t *testing.T, args ...string) (string, error) {
 }
 
 func TestDefragSnapshotAndPlan(t *testing.T) {
-	const traces = "../../../shared/traces/openb/"
-	if _, err := os.Stat(traces + "openb_pod_list_default.csv"); err != nil {
-		t.Skip("openb traces not present")
-	}
 	dir := t.TempDir()
 	snap, plan := filepath.Join(dir, "snap.json"), filepath.Join(dir, "plan.json")
-	out, err := defragCLI(t, "snapshot", "--nodes", traces+"openb_node_list_gpu_node.csv", "--pods", traces+"openb_pod_list_default.csv",
+	out, err := defragCLI(t, "snapshot", "--nodes", repotest.OpenbNodes(), "--pods", repotest.OpenbPods("default"),
 		"--policy", "fgd", "--seed", "51", "--departures", "0.1", "--out", snap)
 	if err != nil || !strings.Contains(out, "1213 nodes") {
 		t.Fatalf("snapshot: %v\n%s", err, out)

@@ -39,13 +39,13 @@ type EvalConfig struct {
 func (c *EvalConfig) SetDefaults() {
 	c.Policies = []string{"random", "dotprod", "clustering", "packing", "bestfit", "fgd"}
 	c.Traces = []string{"default", "gpushare40", "multigpu20", "cpu050"}
-	c.TracesDir = "../shared/traces/openb"
-	c.Nodes = "../shared/traces/openb/openb_node_list_gpu_node.csv"
+	c.TracesDir = "data/openb"
+	c.Nodes = "data/openb/openb_node_list_gpu_node.csv"
 	c.Seeds = "49-53"
 	c.Tune = 1.3
 	c.Out = "runs/eval"
 	c.PaperOverlay = true
-	c.Paper = "../shared/traces/fgd-paper/analysis_allo_discrete.csv"
+	c.Paper = "data/fgd-paper/analysis_allo_discrete.csv"
 }
 
 // Validate checks the shape of every field; whether references resolve is checked by eval

@@ -20,8 +20,8 @@ type SimConfig struct {
 
 // SetDefaults is the paper's protocol on the default openb trace with FGD.
 func (c *SimConfig) SetDefaults() {
-	c.Nodes = "../shared/traces/openb/openb_node_list_gpu_node.csv"
-	c.Pods = "../shared/traces/openb/openb_pod_list_default.csv"
+	c.Nodes = "data/openb/openb_node_list_gpu_node.csv"
+	c.Pods = "data/openb/openb_pod_list_default.csv"
 	c.Policy = "fgd"
 	c.Tune = 1.3
 	c.Seed = 42

@@ -10,24 +10,20 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
-const tracesDir = "../../../shared/traces/openb"
-
 func testConfig(t *testing.T) config.Config {
 	t.Helper()
-	if _, err := os.Stat(tracesDir); err != nil {
-		t.Skipf("openb traces not here: %v", err)
-	}
 	cfg := config.Default()
-	cfg.Sim.Nodes = filepath.Join(tracesDir, "openb_node_list_gpu_node.csv")
-	cfg.Sim.Pods = filepath.Join(tracesDir, "openb_pod_list_gpushare40.csv")
+	cfg.Sim.Nodes = repotest.OpenbNodes()
+	cfg.Sim.Pods = repotest.OpenbPods("gpushare40")
 	cfg.Pipeline.Dir = t.TempDir()
 	cfg.Pipeline.Stages = []string{"logs", "datasets"}
 	cfg.Pipeline.LogSeeds = "42-43"
 	cfg.Datasets.ValFraction = 0.5
-	cfg.Eval.TracesDir = tracesDir
+	cfg.Eval.TracesDir = repotest.OpenbDir()
 	return cfg
 }
 

@@ -7,7 +7,7 @@ eval "$(bash scripts/goenv.sh)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/schedrl" ./cmd/schedrl
-traces=../shared/traces/openb
+traces=data/openb
 for i in 1 2 3; do
 	start=$(date +%s.%N)
 	"$tmp/schedrl" sim --nodes "$traces/openb_node_list_gpu_node.csv" --pods "$traces/openb_pod_list_default.csv" \

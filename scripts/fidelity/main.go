@@ -106,9 +106,9 @@ func ranking(m map[string]float64) []string {
 }
 
 func main() {
-	traces := flag.String("traces-dir", "../shared/traces/openb", "folder of openb_pod_list_NAME.csv")
-	nodes := flag.String("nodes", "../shared/traces/openb/openb_node_list_gpu_node.csv", "node list")
-	paper := flag.String("paper", "../shared/traces/fgd-paper/analysis_allo_discrete.csv", "the paper's allocation table")
+	traces := flag.String("traces-dir", "data/openb", "folder of openb_pod_list_NAME.csv")
+	nodes := flag.String("nodes", "data/openb/openb_node_list_gpu_node.csv", "node list")
+	paper := flag.String("paper", "data/fgd-paper/analysis_allo_discrete.csv", "the paper's allocation table")
 	seedsFlag := flag.String("seeds", "42-51", "seeds A-B")
 	workers := flag.Int("workers", 0, "concurrent runs (0: one per CPU)")
 	extra := flag.String("extra", "", "more traces (comma-separated short names, e.g. gpuspec33,cpu050) to compare with all six policies, for information only")

@@ -136,7 +136,7 @@ func leastFragmenting(c *sim.Cluster, t sim.Task, i int) (sim.GPUSet, float64) {
 }
 
 func main() {
-	traces := flag.String("traces-dir", "../shared/traces/openb", "folder of the openb CSVs")
+	traces := flag.String("traces-dir", "data/openb", "folder of the openb CSVs")
 	seedSpec := flag.String("seeds", "49-51", "seeds A-B")
 	flag.Parse()
 	lo, hi, _ := strings.Cut(*seedSpec, "-")
