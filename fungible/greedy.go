@@ -1,0 +1,126 @@
+package fungible
+
+import "fmt"
+
+func init() { register("integrated-greedy", Greedy) }
+
+// Greedy is the integrated greedy rule: each job in turn takes the whole allocation (GPU type, any
+// GPU count its type has a throughput for, CPUs and memory per GPU on Synergy's grid, and a
+// partner or none) with the best measured speed per unit of resource held, or waits when nothing
+// fits. Speed is normalised by the job's throughput alone at its requested count on the fastest
+// type; a partner's loss (its paired over its alone speed, less 1) counts against sharing. A unit
+// of resource is one GPU with the type's fair share of CPUs and memory: an allocation holds, per
+// GPU, the mean of its GPU (1, or 1/2 when shared), CPU and memory shares in those units.
+func Greedy(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
+	p := newPlanner(l, m)
+	for _, j := range queue {
+		if _, held := p.l.Get(j.ID); held {
+			continue
+		}
+		c, err := p.bestWhole(j)
+		if err != nil {
+			return Plan{}, err
+		}
+		if c.score <= 0 {
+			continue
+		}
+		for _, ch := range c.changes {
+			if err := p.do(ch); err != nil {
+				return Plan{}, err
+			}
+		}
+	}
+	return p.plan(), nil
+}
+
+type candidate struct {
+	score   float64
+	changes []Change
+}
+
+// bestWhole scores every whole allocation of j and returns the best (score 0: none fits).
+// Candidates are visited in a fixed order (GPU types, counts, CPUs, memory, partners by job) and
+// only a strictly better score replaces the best, so ties go to the first.
+func (p *planner) bestWhole(j Job) (candidate, error) {
+	types, err := p.typesBySpeed(j, j.GPUs)
+	if err != nil {
+		return candidate{}, err
+	}
+	ref, _ := p.m.Tput.Alone(types[0], j.Type, j.GPUs)
+	prof, err := p.m.Sens.Profile(j.Type)
+	if err != nil {
+		return candidate{}, fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	var best candidate
+	consider := func(score float64, changes ...Change) {
+		if score > best.score {
+			best = candidate{score, changes}
+		}
+	}
+	for _, t := range p.l.Cluster().Types() {
+		fc, fm := p.l.Cluster().FairShare(t)
+		held := func(g int, cpus, mem, gpuShare float64) float64 {
+			return float64(g) * (gpuShare + cpus/fc + mem/fm) / 3
+		}
+		free := p.freeGPUs(t)
+		for g := 1; g <= free; g++ {
+			if v, ok := p.m.Tput.Alone(t, j.Type, g); !ok || v <= 0 {
+				continue
+			}
+			for _, cpus := range prof.cpus {
+				for _, mem := range prof.mem {
+					parts, ok := p.place(t, g, cpus, mem, nil)
+					if !ok {
+						continue
+					}
+					a := alloc(j, t, parts, cpus, mem, NoPartner)
+					s, err := p.m.Speed(a, nil)
+					if err != nil {
+						return candidate{}, err
+					}
+					consider(s/ref/held(g, cpus, mem, 1), Change{Start, a})
+				}
+			}
+		}
+		for _, id := range p.l.Jobs() {
+			in, _ := p.l.Get(id)
+			g := in.GPUCount()
+			if in.GPUType != t || in.Partner != NoPartner || !p.m.CanShare(t, j.Type, in.JobType, g) {
+				continue
+			}
+			inAlone, err := p.m.Speed(in, nil)
+			if err != nil {
+				return candidate{}, err
+			}
+			for _, cpus := range prof.cpus {
+				for _, mem := range prof.mem {
+					if !p.fitsOn(in.Parts, cpus, mem) {
+						continue
+					}
+					a := alloc(j, t, in.Parts, cpus, mem, in.Job)
+					self, err := p.m.Speed(a, &in)
+					if err != nil {
+						return candidate{}, err
+					}
+					other, err := p.m.Speed(in, &a)
+					if err != nil {
+						return candidate{}, err
+					}
+					gain := self/ref + other/inAlone - 1
+					consider(gain/held(g, cpus, mem, 0.5), Change{Start, a})
+				}
+			}
+		}
+	}
+	return best, nil
+}
+
+// fitsOn reports whether every part's server has room for cpus and mem on each of its GPUs.
+func (p *planner) fitsOn(parts []Part, cpus, mem float64) bool {
+	for _, part := range parts {
+		if fitGPUs(p.room(part.Server), milli(cpus), milli(mem)) < len(part.GPUs) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,123 @@
+package fungible
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Job is what the rules need of a DL job: its identity, Gavel job type, requested GPU count (its
+// scale factor) and, for a generated workload, its total steps and arrival time in seconds.
+type Job struct {
+	ID      int
+	Type    string
+	GPUs    int
+	Steps   int64
+	Arrival float64
+}
+
+// Change is one step of a plan: Start applies Alloc; Resize sets a held job's CPUs and memory per
+// GPU to Alloc's.
+type Change struct {
+	Op    Op
+	Alloc Allocation
+}
+
+// Op is a change's kind.
+type Op string
+
+// The kinds of change.
+const (
+	Start  Op = "start"
+	Resize Op = "resize"
+)
+
+// Do applies a change to a ledger.
+func (l *Ledger) Do(c Change) error {
+	switch c.Op {
+	case Start:
+		return l.Apply(c.Alloc)
+	case Resize:
+		return l.Resize(c.Alloc.Job, c.Alloc.CPUsPerGPU, c.Alloc.MemPerGPU)
+	}
+	return fmt.Errorf("unknown change %q", c.Op)
+}
+
+// Plan is a rule's decision: the changes in the order they apply, and the ledger after them. The
+// ledger a rule was given is left as it was.
+type Plan struct {
+	Changes []Change
+	Ledger  *Ledger
+}
+
+// Rule allocates the jobs of queue, in the queue's order (FIFO, LAS, SRTF: the caller's policy),
+// on top of the allocations l holds. A job already held keeps its allocation; a job that gets
+// nothing waits. Errors are bad inputs (a job type without a throughput or a Synergy mapping).
+type Rule func(l *Ledger, m SpeedModel, queue []Job) (Plan, error)
+
+var rules = map[string]Rule{}
+
+// register adds a rule under its name; each rule's file registers itself.
+func register(name string, r Rule) { rules[name] = r }
+
+// LookupRule is the rule registered under name.
+func LookupRule(name string) (Rule, error) {
+	r, ok := rules[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown allocation rule %q (have %s)", name, strings.Join(RuleNames(), ", "))
+	}
+	return r, nil
+}
+
+// RuleNames lists the registered rules, sorted.
+func RuleNames() []string {
+	out := make([]string, 0, len(rules))
+	for n := range rules {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// planner carries a rule's working copy of the ledger and the changes made to it.
+type planner struct {
+	l       *Ledger
+	m       SpeedModel
+	changes []Change
+}
+
+func newPlanner(l *Ledger, m SpeedModel) *planner { return &planner{l: l.Clone(), m: m} }
+
+func (p *planner) do(c Change) error {
+	if err := p.l.Do(c); err != nil {
+		return err
+	}
+	p.changes = append(p.changes, c)
+	return nil
+}
+
+func (p *planner) plan() Plan { return Plan{Changes: p.changes, Ledger: p.l} }
+
+// typesBySpeed lists the cluster's GPU types on which jobType has a throughput at gpus GPUs,
+// fastest first (ties in GPUTypes order); none is an error naming the job type and count.
+func (p *planner) typesBySpeed(j Job, gpus int) ([]string, error) {
+	type ts struct {
+		t string
+		v float64
+	}
+	var out []ts
+	for _, t := range p.l.Cluster().Types() {
+		if v, ok := p.m.Tput.Alone(t, j.Type, gpus); ok && v > 0 {
+			out = append(out, ts{t, v})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("job %d: no throughput for %q on %d GPUs of any type the cluster has (%s)", j.ID, j.Type, gpus, strings.Join(p.l.Cluster().Types(), ", "))
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].v > out[b].v })
+	names := make([]string, len(out))
+	for i, x := range out {
+		names[i] = x.t
+	}
+	return names, nil
+}

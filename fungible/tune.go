@@ -1,0 +1,129 @@
+package fungible
+
+import (
+	"fmt"
+	"sort"
+)
+
+func init() { register("synergy-tune", Tune) }
+
+// Tune is Synergy's TUNE. Each job, on the fastest GPU type with enough free GPUs first, asks for
+// its best-case CPUs and memory per GPU (its profile's, Profile.BestCPUs and BestMem); if that
+// does not fit, for the fair share (each resource the smaller of its best case and the type's
+// FairShare); if that does not fit either, jobs on the servers it would use that hold more than the
+// fair share are shrunk back to it, in Synergy's order (jobs on one server first, then the most
+// CPUs per GPU, then the most memory per GPU), until it fits. No job is shrunk below the fair
+// share and no job starts below it, so every job holds at least min(best case, fair share) of
+// each resource.
+func Tune(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
+	p := newPlanner(l, m)
+	for _, j := range queue {
+		if _, held := p.l.Get(j.ID); held {
+			continue
+		}
+		prof, err := m.Sens.Profile(j.Type)
+		if err != nil {
+			return Plan{}, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		types, err := p.typesBySpeed(j, j.GPUs)
+		if err != nil {
+			return Plan{}, err
+		}
+		for _, t := range types {
+			if p.freeGPUs(t) < j.GPUs {
+				continue
+			}
+			ok, err := p.tuneOn(j, t, prof)
+			if err != nil {
+				return Plan{}, err
+			}
+			if ok {
+				break
+			}
+		}
+	}
+	return p.plan(), nil
+}
+
+// tuneOn tries TUNE's three steps for job j on GPU type t.
+func (p *planner) tuneOn(j Job, t string, prof Profile) (bool, error) {
+	fc, fm := p.l.Cluster().FairShare(t)
+	start := func(parts []Part, cpus, mem float64) (bool, error) {
+		return true, p.do(Change{Start, alloc(j, t, parts, cpus, mem, NoPartner)})
+	}
+	if parts, ok := p.place(t, j.GPUs, prof.BestCPUs, prof.BestMem, nil); ok {
+		return start(parts, prof.BestCPUs, prof.BestMem)
+	}
+	cpus, mem := min(prof.BestCPUs, fc), min(prof.BestMem, fm)
+	if parts, ok := p.place(t, j.GPUs, cpus, mem, nil); ok {
+		return start(parts, cpus, mem)
+	}
+	excess := p.excessOver(fc, fm)
+	parts, ok := p.place(t, j.GPUs, cpus, mem, func(s int) room { return excess[s] })
+	if !ok {
+		return false, nil
+	}
+	for _, part := range parts {
+		if err := p.shrinkFor(part.Server, int64(len(part.GPUs)), milli(cpus), milli(mem), fc, fm); err != nil {
+			return false, err
+		}
+	}
+	return start(parts, cpus, mem)
+}
+
+// excessOver is, per server, what its jobs hold above the fair share (fc, fm) per GPU.
+func (p *planner) excessOver(fc, fm float64) map[int]room {
+	out := map[int]room{}
+	fcm, fmm := milli(fc), milli(fm)
+	for _, id := range p.l.Jobs() {
+		a, _ := p.l.Get(id)
+		dc, dm := max(0, milli(a.CPUsPerGPU)-fcm), max(0, milli(a.MemPerGPU)-fmm)
+		for _, part := range a.Parts {
+			r := out[part.Server]
+			n := int64(len(part.GPUs))
+			r.cpu, r.mem = r.cpu+dc*n, r.mem+dm*n
+			out[part.Server] = r
+		}
+	}
+	return out
+}
+
+// shrinkFor shrinks jobs on server s back to the fair share until gpus GPUs at cpu and mem fit.
+func (p *planner) shrinkFor(s int, gpus, cpu, mem int64, fc, fm float64) error {
+	type peer struct {
+		a       Allocation
+		servers int
+	}
+	var peers []peer
+	for _, id := range p.l.Jobs() {
+		a, _ := p.l.Get(id)
+		on := false
+		for _, part := range a.Parts {
+			on = on || part.Server == s
+		}
+		if on && (a.CPUsPerGPU > fc || a.MemPerGPU > fm) {
+			peers = append(peers, peer{a, len(a.Parts)})
+		}
+	}
+	sort.SliceStable(peers, func(x, y int) bool {
+		a, b := peers[x], peers[y]
+		if a.servers != b.servers {
+			return a.servers < b.servers
+		}
+		if a.a.CPUsPerGPU != b.a.CPUsPerGPU {
+			return a.a.CPUsPerGPU > b.a.CPUsPerGPU
+		}
+		return a.a.MemPerGPU > b.a.MemPerGPU
+	})
+	for _, pe := range peers {
+		if r := p.room(s); r.cpu >= gpus*cpu && r.mem >= gpus*mem {
+			return nil
+		}
+		shrunk := pe.a
+		shrunk.CPUsPerGPU, shrunk.MemPerGPU = min(shrunk.CPUsPerGPU, fc), min(shrunk.MemPerGPU, fm)
+		if err := p.do(Change{Resize, shrunk}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
