@@ -172,13 +172,9 @@ func (l *Ledger) Apply(a Allocation) error {
 				return &CapacityError{s.Name, "gpu", fmt.Sprintf("job %d asks for GPU %d, held by job %d", a.Job, g, h[0])}
 			}
 		}
-		n := int64(len(p.GPUs))
-		if u.cpuMilli+cpu*n > u.capCPU {
-			return &CapacityError{s.Name, "cpu", fmt.Sprintf("job %d asks for %g CPUs, %g of %g are free", a.Job, float64(cpu*n)/1000, float64(u.capCPU-u.cpuMilli)/1000, s.CPUs)}
-		}
-		if u.memMB+mem*n > u.capMem {
-			return &CapacityError{s.Name, "memory", fmt.Sprintf("job %d asks for %g GB, %g of %g GB are free", a.Job, float64(mem*n)/1000, float64(u.capMem-u.memMB)/1000, s.MemGB)}
-		}
+	}
+	if err := l.fits(a.Job, "asks for", gpusPerServer(a), cpu, mem); err != nil {
+		return err
 	}
 	for _, p := range a.Parts {
 		u := &l.servers[p.Server]
@@ -239,14 +235,8 @@ func (l *Ledger) Resize(job int, cpus, mem float64) error {
 		return fmt.Errorf("job %d: %g CPUs and %g GB per GPU, want >= 0", job, cpus, mem)
 	}
 	dc, dm := milli(cpus)-milli(a.CPUsPerGPU), milli(mem)-milli(a.MemPerGPU)
-	for _, p := range a.Parts {
-		s, u, n := l.cluster[p.Server], l.servers[p.Server], int64(len(p.GPUs))
-		if u.cpuMilli+dc*n > u.capCPU {
-			return &CapacityError{s.Name, "cpu", fmt.Sprintf("job %d grows by %g CPUs, %g of %g are free", job, float64(dc*n)/1000, float64(u.capCPU-u.cpuMilli)/1000, s.CPUs)}
-		}
-		if u.memMB+dm*n > u.capMem {
-			return &CapacityError{s.Name, "memory", fmt.Sprintf("job %d grows by %g GB, %g of %g GB are free", job, float64(dm*n)/1000, float64(u.capMem-u.memMB)/1000, s.MemGB)}
-		}
+	if err := l.fits(job, "grows by", gpusPerServer(a), dc, dm); err != nil {
+		return err
 	}
 	for _, p := range a.Parts {
 		n := int64(len(p.GPUs))
@@ -255,6 +245,41 @@ func (l *Ledger) Resize(job int, cpus, mem float64) error {
 	}
 	a.CPUsPerGPU, a.MemPerGPU = cpus, mem
 	l.allocs[job] = a
+	return nil
+}
+
+// serverGPUs is an allocation's GPU count on one server.
+type serverGPUs struct {
+	server int
+	n      int64
+}
+
+// gpusPerServer counts an allocation's GPUs on each server it names (two parts may name the same
+// one), in the order the parts first name them.
+func gpusPerServer(a Allocation) []serverGPUs {
+	var out []serverGPUs
+	for _, p := range a.Parts {
+		i := slices.IndexFunc(out, func(x serverGPUs) bool { return x.server == p.Server })
+		if i < 0 {
+			i = len(out)
+			out = append(out, serverGPUs{p.Server, 0})
+		}
+		out[i].n += int64(len(p.GPUs))
+	}
+	return out
+}
+
+// fits checks that cpu and mem more per GPU, on n GPUs of each server, stay within capacity.
+func (l *Ledger) fits(job int, verb string, n []serverGPUs, cpu, mem int64) error {
+	for _, x := range n {
+		s, u, k := l.cluster[x.server], l.servers[x.server], x.n
+		if u.cpuMilli+cpu*k > u.capCPU {
+			return &CapacityError{s.Name, "cpu", fmt.Sprintf("job %d %s %g CPUs, %g of %g are free", job, verb, float64(cpu*k)/1000, float64(u.capCPU-u.cpuMilli)/1000, s.CPUs)}
+		}
+		if u.memMB+mem*k > u.capMem {
+			return &CapacityError{s.Name, "memory", fmt.Sprintf("job %d %s %g GB, %g of %g GB are free", job, verb, float64(mem*k)/1000, float64(u.capMem-u.memMB)/1000, s.MemGB)}
+		}
+	}
 	return nil
 }
 
