@@ -51,12 +51,17 @@ func (p *planner) bestWhole(j Job) (candidate, error) {
 	if err != nil {
 		return candidate{}, fmt.Errorf("job %d: %w", j.ID, err)
 	}
+	running := p.l.Jobs()
 	var best candidate
 	consider := func(score float64, changes ...Change) {
 		if score > best.score {
 			best = candidate{score, changes}
 		}
 	}
+	// The grid's lowest point is measured for every profile; an allocation's other factors do
+	// not depend on its CPUs and memory, so they are measured once per GPU type and count (or
+	// partner) and only the resource factor varies over the grid.
+	lowCPU, lowMem := prof.cpus[0], prof.mem[0]
 	for _, t := range p.l.Cluster().Types() {
 		fc, fm := p.l.Cluster().FairShare(t)
 		held := func(g int, cpus, mem, gpuShare float64) float64 {
@@ -67,47 +72,62 @@ func (p *planner) bestWhole(j Job) (candidate, error) {
 			if v, ok := p.m.Tput.Alone(t, j.Type, g); !ok || v <= 0 {
 				continue
 			}
+			parts, ok := p.place(t, g, lowCPU, lowMem, nil)
+			if !ok {
+				continue
+			}
+			f, err := p.m.Factors(alloc(j, t, parts, lowCPU, lowMem, NoPartner), nil)
+			if err != nil {
+				return candidate{}, err
+			}
+			// What does not fit at some CPUs and memory does not fit at more of either.
+		grid:
 			for _, cpus := range prof.cpus {
-				for _, mem := range prof.mem {
+				for k, mem := range prof.mem {
 					parts, ok := p.place(t, g, cpus, mem, nil)
+					if !ok && k == 0 {
+						break grid
+					}
 					if !ok {
-						continue
+						break
 					}
-					a := alloc(j, t, parts, cpus, mem, NoPartner)
-					s, err := p.m.Speed(a, nil)
-					if err != nil {
-						return candidate{}, err
-					}
-					consider(s/ref/held(g, cpus, mem, 1), Change{Start, a})
+					f.Resource, _ = prof.Factor(cpus, mem)
+					consider(f.Speed()/ref/held(g, cpus, mem, 1), Change{Start, alloc(j, t, parts, cpus, mem, NoPartner)})
 				}
 			}
 		}
-		for _, id := range p.l.Jobs() {
+		for _, id := range running {
 			in, _ := p.l.Get(id)
 			g := in.GPUCount()
-			if in.GPUType != t || in.Partner != NoPartner || !p.m.CanShare(t, j.Type, in.JobType, g) {
+			if in.GPUType != t || in.Partner != NoPartner || !p.m.CanShare(t, j.Type, in.JobType, g) || !p.fitsOn(in.Parts, lowCPU, lowMem) {
 				continue
+			}
+			low := alloc(j, t, in.Parts, lowCPU, lowMem, in.Job)
+			f, err := p.m.Factors(low, &in)
+			if err != nil {
+				return candidate{}, err
 			}
 			inAlone, err := p.m.Speed(in, nil)
 			if err != nil {
 				return candidate{}, err
 			}
+			other, err := p.m.Speed(in, &low)
+			if err != nil {
+				return candidate{}, err
+			}
+		share:
 			for _, cpus := range prof.cpus {
-				for _, mem := range prof.mem {
-					if !p.fitsOn(in.Parts, cpus, mem) {
-						continue
+				for k, mem := range prof.mem {
+					fits := p.fitsOn(in.Parts, cpus, mem)
+					if !fits && k == 0 {
+						break share
 					}
-					a := alloc(j, t, in.Parts, cpus, mem, in.Job)
-					self, err := p.m.Speed(a, &in)
-					if err != nil {
-						return candidate{}, err
+					if !fits {
+						break
 					}
-					other, err := p.m.Speed(in, &a)
-					if err != nil {
-						return candidate{}, err
-					}
-					gain := self/ref + other/inAlone - 1
-					consider(gain/held(g, cpus, mem, 0.5), Change{Start, a})
+					f.Resource, _ = prof.Factor(cpus, mem)
+					gain := f.Speed()/ref + other/inAlone - 1
+					consider(gain/held(g, cpus, mem, 0.5), Change{Start, alloc(j, t, in.Parts, cpus, mem, in.Job)})
 				}
 			}
 		}

@@ -1,8 +1,8 @@
 package fungible
 
 import (
-	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/repotest"
@@ -158,6 +158,11 @@ func checkCapacity(t testing.TB, l *Ledger) {
 			}
 		}
 	}
+	for s := range l.Cluster() {
+		if free := len(l.FreeGPUs(s)); free != l.servers[s].free {
+			t.Fatalf("server %s: %d GPUs free, the ledger counts %d", l.Cluster()[s].Name, free, l.servers[s].free)
+		}
+	}
 	for s, u := range uses {
 		srv := l.Cluster()[s]
 		if u.cpu > srv.CPUs+1e-6 || u.mem > srv.MemGB+1e-6 {
@@ -187,4 +192,4 @@ func mustDo(t testing.TB, l *Ledger, a Allocation) {
 
 func approx(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
 
-func fmtParts(ps []Part) string { return fmt.Sprint(ps) }
+func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }

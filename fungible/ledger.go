@@ -58,6 +58,7 @@ type Ledger struct {
 
 type serverUse struct {
 	holders         [][2]int // per GPU: up to two jobs, NoPartner where empty
+	free            int      // GPUs no job holds
 	cpuMilli, memMB int64    // held
 	capCPU, capMem  int64
 }
@@ -67,7 +68,7 @@ func NewLedger(c Cluster) *Ledger {
 	l := &Ledger{cluster: c, servers: make([]serverUse, len(c)), allocs: map[int]Allocation{}}
 	for i, s := range c {
 		u := &l.servers[i]
-		u.holders = make([][2]int, s.GPUs)
+		u.holders, u.free = make([][2]int, s.GPUs), s.GPUs
 		for g := range u.holders {
 			u.holders[g] = [2]int{NoPartner, NoPartner}
 		}
@@ -109,7 +110,7 @@ func (l *Ledger) Jobs() []int {
 
 // FreeGPUs lists the GPUs of a server no job holds.
 func (l *Ledger) FreeGPUs(server int) []int {
-	var out []int
+	out := make([]int, 0, l.servers[server].free)
 	for g, h := range l.servers[server].holders {
 		if h[0] == NoPartner {
 			out = append(out, g)
@@ -181,6 +182,7 @@ func (l *Ledger) Apply(a Allocation) error {
 		for _, g := range p.GPUs {
 			if u.holders[g][0] == NoPartner {
 				u.holders[g][0] = a.Job
+				u.free--
 			} else {
 				u.holders[g][1] = a.Job
 			}
@@ -209,6 +211,9 @@ func (l *Ledger) Release(job int) error {
 			h := &u.holders[g]
 			if h[0] == job {
 				h[0], h[1] = h[1], NoPartner
+				if h[0] == NoPartner {
+					u.free++
+				}
 			} else {
 				h[1] = NoPartner
 			}

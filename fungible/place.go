@@ -25,10 +25,8 @@ func fitGPUs(r room, cpu, mem int64) int {
 // freeGPUs counts the unheld GPUs of a type.
 func (p *planner) freeGPUs(gpuType string) int {
 	n := 0
-	for i, s := range p.l.Cluster() {
-		if s.GPUType == gpuType {
-			n += len(p.l.FreeGPUs(i))
-		}
+	for _, i := range p.servers[gpuType] {
+		n += p.l.servers[i].free
 	}
 	return n
 }
@@ -40,18 +38,13 @@ func (p *planner) freeGPUs(gpuType string) int {
 func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(server int) room) ([]Part, bool) {
 	cpu, mm := milli(cpus), milli(mem)
 	type cand struct {
-		server int
-		free   []int
-		fit    int
+		server, free, fit int
 	}
 	var cands []cand
 	total := 0
-	for i, s := range p.l.Cluster() {
-		if s.GPUType != gpuType {
-			continue
-		}
-		free := p.l.FreeGPUs(i)
-		if len(free) == 0 {
+	for _, i := range p.servers[gpuType] {
+		free := p.l.servers[i].free
+		if free == 0 {
 			continue
 		}
 		r := p.room(i)
@@ -59,7 +52,7 @@ func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(
 			e := extra(i)
 			r.cpu, r.mem = r.cpu+e.cpu, r.mem+e.mem
 		}
-		fit := min(len(free), fitGPUs(r, cpu, mm))
+		fit := min(free, fitGPUs(r, cpu, mm))
 		if fit == 0 {
 			continue
 		}
@@ -69,18 +62,18 @@ func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(
 	if total < gpus {
 		return nil, false
 	}
-	sort.SliceStable(cands, func(a, b int) bool { return len(cands[a].free) < len(cands[b].free) })
+	sort.SliceStable(cands, func(a, b int) bool { return cands[a].free < cands[b].free })
 	if gpus > 1 {
 		for _, c := range cands {
 			if c.fit >= gpus {
-				return []Part{{Server: c.server, GPUs: c.free[:gpus]}}, true
+				return []Part{{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:gpus]}}, true
 			}
 		}
 	}
 	var parts []Part
 	for _, c := range cands {
 		k := min(c.fit, gpus)
-		parts = append(parts, Part{Server: c.server, GPUs: c.free[:k]})
+		parts = append(parts, Part{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:k]})
 		if gpus -= k; gpus == 0 {
 			break
 		}

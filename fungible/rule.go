@@ -79,14 +79,28 @@ func RuleNames() []string {
 	return out
 }
 
-// planner carries a rule's working copy of the ledger and the changes made to it.
+// planner carries a rule's working copy of the ledger, the changes made to it, and what it looks
+// up over and over: the servers of each GPU type and each (job type, count)'s GPU types by speed.
 type planner struct {
 	l       *Ledger
 	m       SpeedModel
 	changes []Change
+	servers map[string][]int
+	order   map[orderKey][]string
 }
 
-func newPlanner(l *Ledger, m SpeedModel) *planner { return &planner{l: l.Clone(), m: m} }
+type orderKey struct {
+	jobType string
+	gpus    int
+}
+
+func newPlanner(l *Ledger, m SpeedModel) *planner {
+	p := &planner{l: l.Clone(), m: m, servers: map[string][]int{}, order: map[orderKey][]string{}}
+	for i, s := range l.Cluster() {
+		p.servers[s.GPUType] = append(p.servers[s.GPUType], i)
+	}
+	return p
+}
 
 func (p *planner) do(c Change) error {
 	if err := p.l.Do(c); err != nil {
@@ -101,6 +115,9 @@ func (p *planner) plan() Plan { return Plan{Changes: p.changes, Ledger: p.l} }
 // typesBySpeed lists the cluster's GPU types on which jobType has a throughput at gpus GPUs,
 // fastest first (ties in GPUTypes order); none is an error naming the job type and count.
 func (p *planner) typesBySpeed(j Job, gpus int) ([]string, error) {
+	if names, ok := p.order[orderKey{j.Type, gpus}]; ok {
+		return names, nil
+	}
 	type ts struct {
 		t string
 		v float64
@@ -119,5 +136,6 @@ func (p *planner) typesBySpeed(j Job, gpus int) ([]string, error) {
 	for i, x := range out {
 		names[i] = x.t
 	}
+	p.order[orderKey{j.Type, gpus}] = names
 	return names, nil
 }
