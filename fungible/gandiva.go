@@ -12,46 +12,24 @@ func init() { register("gandiva", Gandiva) }
 // below Synergy's lowest measured point cannot form). Of the candidates, the highest sum wins.
 func Gandiva(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
 	p := newPlanner(l, m)
-	for _, j := range queue {
-		if _, held := p.l.Get(j.ID); held {
-			continue
+	return p.each(queue, func(j Job, prof Profile, types []string) error {
+		if ok, err := p.startFixed(j, types); ok || err != nil {
+			return err
 		}
-		types, err := p.typesBySpeed(j, j.GPUs)
-		if err != nil {
-			return Plan{}, err
-		}
-		placed := false
-		for _, t := range types {
-			fc, fm := p.l.Cluster().FairShare(t)
-			if parts, ok := p.place(t, j.GPUs, fc, fm, nil); ok {
-				if err := p.do(Change{Start, alloc(j, t, parts, fc, fm, NoPartner)}); err != nil {
-					return Plan{}, err
-				}
-				placed = true
-				break
-			}
-		}
-		if placed {
-			continue
-		}
-		if err := p.pack(j); err != nil {
-			return Plan{}, err
-		}
-	}
-	return p.plan(), nil
+		return p.pack(j, prof)
+	})
 }
 
 // pack co-locates j with the running job whose pairing gains most, if any gains.
-func (p *planner) pack(j Job) error {
-	prof, err := p.m.Sens.Profile(j.Type)
-	if err != nil {
-		return err
-	}
+func (p *planner) pack(j Job, prof Profile) error {
 	bestGain, found := 1.0, false
 	var incumbent, newcomer Allocation
 	for _, id := range p.l.Jobs() {
 		in, _ := p.l.Get(id)
 		if in.Partner != NoPartner || in.GPUCount() != j.GPUs || !p.m.CanShare(in.GPUType, j.Type, in.JobType, j.GPUs) {
+			continue
+		}
+		if v, ok := p.m.Tput.Alone(in.GPUType, j.Type, j.GPUs); !ok || v <= 0 {
 			continue
 		}
 		inProf, err := p.m.Sens.Profile(in.JobType)

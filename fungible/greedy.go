@@ -1,7 +1,5 @@
 package fungible
 
-import "fmt"
-
 func init() { register("integrated-greedy", Greedy) }
 
 // Greedy is the integrated greedy rule: each job in turn takes the whole allocation (GPU type, any
@@ -13,49 +11,30 @@ func init() { register("integrated-greedy", Greedy) }
 // GPU, the mean of its GPU (1, or 1/2 when shared), CPU and memory shares in those units.
 func Greedy(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
 	p := newPlanner(l, m)
-	for _, j := range queue {
-		if _, held := p.l.Get(j.ID); held {
-			continue
+	return p.each(queue, func(j Job, prof Profile, types []string) error {
+		c, err := p.bestWhole(j, prof, types)
+		if err != nil || c.score <= 0 {
+			return err
 		}
-		c, err := p.bestWhole(j)
-		if err != nil {
-			return Plan{}, err
-		}
-		if c.score <= 0 {
-			continue
-		}
-		for _, ch := range c.changes {
-			if err := p.do(ch); err != nil {
-				return Plan{}, err
-			}
-		}
-	}
-	return p.plan(), nil
+		return p.do(c.change)
+	})
 }
 
 type candidate struct {
-	score   float64
-	changes []Change
+	score  float64
+	change Change
 }
 
 // bestWhole scores every whole allocation of j and returns the best (score 0: none fits).
 // Candidates are visited in a fixed order (GPU types, counts, CPUs, memory, partners by job) and
 // only a strictly better score replaces the best, so ties go to the first.
-func (p *planner) bestWhole(j Job) (candidate, error) {
-	types, err := p.typesBySpeed(j, j.GPUs)
-	if err != nil {
-		return candidate{}, err
-	}
+func (p *planner) bestWhole(j Job, prof Profile, types []string) (candidate, error) {
 	ref, _ := p.m.Tput.Alone(types[0], j.Type, j.GPUs)
-	prof, err := p.m.Sens.Profile(j.Type)
-	if err != nil {
-		return candidate{}, fmt.Errorf("job %d: %w", j.ID, err)
-	}
 	running := p.l.Jobs()
 	var best candidate
-	consider := func(score float64, changes ...Change) {
+	consider := func(score float64, c Change) {
 		if score > best.score {
-			best = candidate{score, changes}
+			best = candidate{score, c}
 		}
 	}
 	// The grid's lowest point is measured for every profile; an allocation's other factors do

@@ -110,7 +110,27 @@ func (p *planner) do(c Change) error {
 	return nil
 }
 
-func (p *planner) plan() Plan { return Plan{Changes: p.changes, Ledger: p.l} }
+// each runs step for every job of queue the ledger does not hold yet, given the job's profile and
+// its GPU types by speed at its requested count; a job type without either is a bad input.
+func (p *planner) each(queue []Job, step func(j Job, prof Profile, types []string) error) (Plan, error) {
+	for _, j := range queue {
+		if _, held := p.l.Get(j.ID); held {
+			continue
+		}
+		prof, err := p.m.Sens.Profile(j.Type)
+		if err != nil {
+			return Plan{}, fmt.Errorf("job %d: %w", j.ID, err)
+		}
+		types, err := p.typesBySpeed(j, j.GPUs)
+		if err != nil {
+			return Plan{}, err
+		}
+		if err := step(j, prof, types); err != nil {
+			return Plan{}, err
+		}
+	}
+	return Plan{Changes: p.changes, Ledger: p.l}, nil
+}
 
 // typesBySpeed lists the cluster's GPU types on which jobType has a throughput at gpus GPUs,
 // fastest first (ties in GPUTypes order); none is an error naming the job type and count.

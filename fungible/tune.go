@@ -1,9 +1,6 @@
 package fungible
 
-import (
-	"fmt"
-	"sort"
-)
+import "sort"
 
 func init() { register("synergy-tune", Tune) }
 
@@ -17,32 +14,17 @@ func init() { register("synergy-tune", Tune) }
 // each resource.
 func Tune(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
 	p := newPlanner(l, m)
-	for _, j := range queue {
-		if _, held := p.l.Get(j.ID); held {
-			continue
-		}
-		prof, err := m.Sens.Profile(j.Type)
-		if err != nil {
-			return Plan{}, fmt.Errorf("job %d: %w", j.ID, err)
-		}
-		types, err := p.typesBySpeed(j, j.GPUs)
-		if err != nil {
-			return Plan{}, err
-		}
+	return p.each(queue, func(j Job, prof Profile, types []string) error {
 		for _, t := range types {
 			if p.freeGPUs(t) < j.GPUs {
 				continue
 			}
-			ok, err := p.tuneOn(j, t, prof)
-			if err != nil {
-				return Plan{}, err
-			}
-			if ok {
-				break
+			if ok, err := p.tuneOn(j, t, prof); ok || err != nil {
+				return err
 			}
 		}
-	}
-	return p.plan(), nil
+		return nil
+	})
 }
 
 // tuneOn tries TUNE's three steps for job j on GPU type t.

@@ -107,13 +107,11 @@ func TestRulesNameBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rule(l, m, jobs(res18, 4, 1)); err == nil || !contains(err, `no throughput for "ResNet-18 (batch size 32)" on 4 GPUs`) {
+		if _, err := rule(l, m, jobs(res18, 4, 1)); err == nil || !contains(err, `job 1: no throughput for "ResNet-18 (batch size 32)" on 4 GPUs`) {
 			t.Errorf("%s: %v, want the missing throughput named", name, err)
 		}
-	}
-	for _, rule := range []Rule{Tune, Greedy} {
-		if _, err := rule(l, m, jobs("Mystery", 1, 1)); err == nil || !contains(err, `job type "Mystery" has no Synergy mapping`) {
-			t.Errorf("%v, want the unmapped job type named", err)
+		if _, err := rule(l, m, jobs("Mystery", 1, 2)); err == nil || !contains(err, `job 2: job type "Mystery" has no Synergy mapping`) {
+			t.Errorf("%s: %v, want the unmapped job type named", name, err)
 		}
 	}
 	if _, err := LookupRule("drf"); err == nil || !contains(err, `unknown allocation rule "drf" (have fixed, gandiva, integrated-greedy, synergy-tune)`) {
