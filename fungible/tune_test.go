@@ -118,3 +118,55 @@ func TestRulesNameBadInput(t *testing.T) {
 		t.Errorf("unknown rule: %v", err)
 	}
 }
+
+// TestRulesNeverOverCommit runs every rule round after round over generated queues, jobs leaving
+// between rounds: each plan's changes replay onto the ledger it was given, and no server is ever
+// over-committed after any change.
+func TestRulesNeverOverCommit(t *testing.T) {
+	s := loadSensitivity(t)
+	m := SpeedModel{Tput: syntheticTable(s.JobTypes()), Sens: s}
+	for _, name := range RuleNames() {
+		rule, _ := LookupRule(name)
+		shared := 0
+		for seed := range uint64(3) {
+			queue, err := Generate(m.Tput, s.JobTypes(), WorkloadConfig{Jobs: 300, Interarrival: 60, MultiGPU: true, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := NewLedger(mixCluster(t, "36:36:36"))
+			for round := range 6 {
+				plan, err := rule(l, m, queue)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				for _, c := range plan.Changes {
+					if err := l.Do(c); err != nil {
+						t.Fatalf("%s seed %d round %d: replaying %s of job %d: %v", name, seed, round, c.Op, c.Alloc.Job, err)
+					}
+					checkCapacity(t, l)
+					if c.Alloc.Partner != NoPartner {
+						shared++
+					}
+				}
+				if !reflect.DeepEqual(l.allocs, plan.Ledger.allocs) {
+					t.Fatalf("%s: the plan's ledger differs from its changes replayed", name)
+				}
+				for _, id := range l.Jobs() {
+					if _, err := m.Held(l, id); err != nil {
+						t.Fatalf("%s: job %d holds an allocation without a speed: %v", name, id, err)
+					}
+				}
+				for i, id := range l.Jobs() {
+					if i%2 == round%2 {
+						if err := l.Release(id); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+			}
+		}
+		if (name == "gandiva" || name == "integrated-greedy") && shared == 0 {
+			t.Errorf("%s never shared a GPU: the test does not reach its packing", name)
+		}
+	}
+}
