@@ -110,6 +110,9 @@ func TestOpenbNodesMapToThroughputClasses(t *testing.T) {
 	if fc, fm := c.FairShare("p100"); fc != 4 || fm != 30 {
 		t.Errorf("p100 fair share (%g, %g), want the smallest per-GPU share (4 CPUs, 30 GB)", fc, fm)
 	}
+	if fc, fm := c.FairShare("v100"); fc != 8 || fm != 32 {
+		t.Errorf("v100 fair share (%g, %g), want the smallest per-GPU share (8 CPUs, 32 GB)", fc, fm)
+	}
 	delete(classes, "G3")
 	if _, err := OpenbCluster(nodes, classes); err == nil || !strings.Contains(err.Error(), `GPU model "G3"`) || !strings.Contains(err.Error(), "node openb-node-") {
 		t.Errorf("error %v, want one naming the node and its model", err)
