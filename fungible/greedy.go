@@ -81,6 +81,9 @@ func (p *planner) bestWhole(j Job, prof Profile, types []string) (candidate, err
 			if in.GPUType != t || in.Partner != NoPartner || !p.m.CanShare(t, j.Type, in.JobType, g) || !p.fitsOn(in.Parts, lowCPU, lowMem) {
 				continue
 			}
+			if v, ok := p.m.Tput.Alone(t, j.Type, g); !ok || v <= 0 {
+				continue
+			}
 			low := alloc(j, t, in.Parts, lowCPU, lowMem, in.Job)
 			f, err := p.m.Factors(low, &in)
 			if err != nil {

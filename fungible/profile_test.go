@@ -57,6 +57,22 @@ func TestFactorInterpolatesBilinearlyAndIsExactOnTheGrid(t *testing.T) {
 	}
 }
 
+// TestProfilesAreMonotone: more CPUs or memory never lowers a vendored profile, which bilinear
+// interpolation then keeps between grid points (docs/fungible.md relies on it).
+func TestProfilesAreMonotone(t *testing.T) {
+	p := loadProfiles(t)
+	for _, model := range p.Models() {
+		prof, _ := p.Profile(model)
+		for i, row := range prof.tput {
+			for j, v := range row {
+				if (i > 0 && v < prof.tput[i-1][j]) || (j > 0 && v < row[j-1]) {
+					t.Errorf("%s: tput[%d][%d] = %g is below a neighbour with fewer resources", model, i, j, v)
+				}
+			}
+		}
+	}
+}
+
 func TestFlatProfileIsOneEverywhere(t *testing.T) {
 	flat, err := loadProfiles(t).Profile(FlatModel)
 	if err != nil {

@@ -139,6 +139,9 @@ func TestRulesNeverOverCommit(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s: %v", name, err)
 				}
+				if again, _ := rule(l, m, queue); !reflect.DeepEqual(again.Changes, plan.Changes) {
+					t.Fatalf("%s seed %d round %d: the same ledger and queue gave another plan", name, seed, round)
+				}
 				for _, c := range plan.Changes {
 					if err := l.Do(c); err != nil {
 						t.Fatalf("%s seed %d round %d: replaying %s of job %d: %v", name, seed, round, c.Op, c.Alloc.Job, err)
