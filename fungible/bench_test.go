@@ -18,20 +18,26 @@ func benchWorld(b *testing.B) (*Ledger, SpeedModel, []Job) {
 // 108-GPU cluster (a round's recompute).
 func BenchmarkTune1000Jobs108GPUs(b *testing.B) {
 	l, m, queue := benchWorld(b)
+	var plan Plan
 	for b.Loop() {
-		if _, err := Tune(l, m, queue); err != nil {
+		var err error
+		if plan, err = Tune(l, m, queue); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(plan.Ledger.Jobs())), "jobs-started")
 }
 
 // BenchmarkGreedy1000Jobs108GPUs is the same for the integrated greedy, whose search per job is
 // the widest of the rules.
 func BenchmarkGreedy1000Jobs108GPUs(b *testing.B) {
 	l, m, queue := benchWorld(b)
+	var plan Plan
 	for b.Loop() {
-		if _, err := Greedy(l, m, queue); err != nil {
+		var err error
+		if plan, err = Greedy(l, m, queue); err != nil {
 			b.Fatal(err)
 		}
 	}
+	b.ReportMetric(float64(len(plan.Ledger.Jobs())), "jobs-started")
 }
