@@ -15,7 +15,7 @@ func Fixed(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
 // startFixed starts j at its requested count and the fair share on the first of types with room.
 func (p *planner) startFixed(j Job, types []string) (bool, error) {
 	for _, t := range types {
-		fc, fm := p.l.Cluster().FairShare(t)
+		fc, fm := p.fairShare(t)
 		if parts, ok := p.place(t, j.GPUs, fc, fm, nil); ok {
 			return true, p.do(Change{Start, alloc(j, t, parts, fc, fm, NoPartner)})
 		}

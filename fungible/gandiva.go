@@ -41,7 +41,7 @@ func (p *planner) pack(j Job, prof Profile) error {
 		if !measured(prof, giveC, giveM) || !measured(inProf, keepC, keepM) {
 			continue
 		}
-		fc, fm := p.l.Cluster().FairShare(in.GPUType)
+		fc, fm := p.fairShare(in.GPUType)
 		apart, err := p.m.Speed(alloc(j, in.GPUType, in.Parts, fc, fm, NoPartner), nil)
 		if err != nil {
 			return err

@@ -42,7 +42,7 @@ func (p *planner) bestWhole(j Job, prof Profile, types []string) (candidate, err
 	// partner) and only the resource factor varies over the grid.
 	lowCPU, lowMem := prof.cpus[0], prof.mem[0]
 	for _, t := range p.l.Cluster().Types() {
-		fc, fm := p.l.Cluster().FairShare(t)
+		fc, fm := p.fairShare(t)
 		held := func(g int, cpus, mem, gpuShare float64) float64 {
 			return float64(g) * (gpuShare + cpus/fc + mem/fm) / 3
 		}

@@ -151,9 +151,8 @@ func (l *Ledger) Apply(a Allocation) error {
 		}
 		partner = p
 	}
-	seen := map[[2]int]bool{}
 	cpu, mem := milli(a.CPUsPerGPU), milli(a.MemPerGPU)
-	for _, p := range a.Parts {
+	for pi, p := range a.Parts {
 		if p.Server < 0 || p.Server >= len(l.cluster) {
 			return fmt.Errorf("job %d: no server %d (the cluster has %d)", a.Job, p.Server, len(l.cluster))
 		}
@@ -161,14 +160,13 @@ func (l *Ledger) Apply(a Allocation) error {
 		if s.GPUType != a.GPUType {
 			return &CapacityError{s.Name, "gpu", fmt.Sprintf("job %d asks for %s GPUs, the server has %s", a.Job, a.GPUType, s.GPUType)}
 		}
-		for _, g := range p.GPUs {
+		for gi, g := range p.GPUs {
 			if g < 0 || g >= s.GPUs {
 				return &CapacityError{s.Name, "gpu", fmt.Sprintf("job %d asks for GPU %d, the server has %d", a.Job, g, s.GPUs)}
 			}
-			if seen[[2]int{p.Server, g}] {
+			if namedBefore(a.Parts, pi, gi) {
 				return &CapacityError{s.Name, "gpu", fmt.Sprintf("job %d names GPU %d twice", a.Job, g)}
 			}
-			seen[[2]int{p.Server, g}] = true
 			if h := u.holders[g]; h[0] != NoPartner && (a.Partner == NoPartner || h[1] != NoPartner) {
 				return &CapacityError{s.Name, "gpu", fmt.Sprintf("job %d asks for GPU %d, held by job %d", a.Job, g, h[0])}
 			}
@@ -251,6 +249,22 @@ func (l *Ledger) Resize(job int, cpus, mem float64) error {
 	a.CPUsPerGPU, a.MemPerGPU = cpus, mem
 	l.allocs[job] = a
 	return nil
+}
+
+// namedBefore reports whether GPU parts[i].GPUs[j] of its server is named earlier in the parts
+// (an allocation spans a few GPUs, so a scan beats a set).
+func namedBefore(parts []Part, i, j int) bool {
+	g, srv := parts[i].GPUs[j], parts[i].Server
+	for k := 0; k <= i; k++ {
+		n := len(parts[k].GPUs)
+		if k == i {
+			n = j
+		}
+		if parts[k].Server == srv && slices.Contains(parts[k].GPUs[:n], g) {
+			return true
+		}
+	}
+	return false
 }
 
 // serverGPUs is an allocation's GPU count on one server.

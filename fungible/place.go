@@ -31,16 +31,18 @@ func (p *planner) freeGPUs(gpuType string) int {
 	return n
 }
 
+// cand is a server place can take GPUs from: its free GPUs and how many of them its room holds.
+type cand struct {
+	server, free, fit int
+}
+
 // place finds gpus unheld GPUs of gpuType with cpus and mem per GPU of room, as Synergy places:
 // a job of more than one GPU goes whole onto the server with the fewest free GPUs that can hold
 // it; otherwise, or when no server can, it takes GPUs from the servers with the fewest free GPUs
 // first. extra, when not nil, adds room the caller can free on a server (TUNE's shrinking).
 func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(server int) room) ([]Part, bool) {
 	cpu, mm := milli(cpus), milli(mem)
-	type cand struct {
-		server, free, fit int
-	}
-	var cands []cand
+	cands := p.cands[:0]
 	total := 0
 	for _, i := range p.servers[gpuType] {
 		free := p.l.servers[i].free
@@ -59,6 +61,7 @@ func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(
 		cands = append(cands, cand{i, free, fit})
 		total += fit
 	}
+	p.cands = cands // reused by the next call
 	if total < gpus {
 		return nil, false
 	}

@@ -80,31 +80,60 @@ func RuleNames() []string {
 }
 
 // planner carries a rule's working copy of the ledger, the changes made to it, and what it looks
-// up over and over: the servers of each GPU type and each (job type, count)'s GPU types by speed.
+// up over and over: the servers of each GPU type, each (job type, count)'s profile and GPU types
+// by speed, and (once TUNE needs it) what each server's jobs hold above their type's fair share.
 type planner struct {
 	l       *Ledger
 	m       SpeedModel
 	changes []Change
 	servers map[string][]int
-	order   map[orderKey][]string
+	types   []string
+	fair    map[string][2]float64
+	known   map[jobKey]jobInfo
+	excess  []room
+	cands   []cand
 }
 
-type orderKey struct {
+type jobKey struct {
 	jobType string
 	gpus    int
 }
 
+type jobInfo struct {
+	prof  Profile
+	types []string // fastest first
+}
+
 func newPlanner(l *Ledger, m SpeedModel) *planner {
-	p := &planner{l: l.Clone(), m: m, servers: map[string][]int{}, order: map[orderKey][]string{}}
+	p := &planner{l: l.Clone(), m: m, servers: map[string][]int{}, types: l.Cluster().Types(), known: make(map[jobKey]jobInfo, 32)}
 	for i, s := range l.Cluster() {
 		p.servers[s.GPUType] = append(p.servers[s.GPUType], i)
+	}
+	p.fair = map[string][2]float64{}
+	for _, t := range p.types {
+		fc, fm := l.Cluster().FairShare(t)
+		p.fair[t] = [2]float64{fc, fm}
 	}
 	return p
 }
 
+// fairShare is the cluster's FairShare of a GPU type.
+func (p *planner) fairShare(gpuType string) (cpus, mem float64) {
+	f := p.fair[gpuType]
+	return f[0], f[1]
+}
+
 func (p *planner) do(c Change) error {
+	before, held := p.l.Get(c.Alloc.Job)
 	if err := p.l.Do(c); err != nil {
 		return err
+	}
+	if p.excess != nil {
+		if held {
+			p.addExcess(before, -1)
+		}
+		after, _ := p.l.Get(c.Alloc.Job)
+		p.addExcess(after, 1)
 	}
 	p.changes = append(p.changes, c)
 	return nil
@@ -117,45 +146,47 @@ func (p *planner) each(queue []Job, step func(j Job, prof Profile, types []strin
 		if _, held := p.l.Get(j.ID); held {
 			continue
 		}
-		prof, err := p.m.Sens.Profile(j.Type)
-		if err != nil {
-			return Plan{}, fmt.Errorf("job %d: %w", j.ID, err)
-		}
-		types, err := p.typesBySpeed(j, j.GPUs)
+		info, err := p.info(j)
 		if err != nil {
 			return Plan{}, err
 		}
-		if err := step(j, prof, types); err != nil {
+		if err := step(j, info.prof, info.types); err != nil {
 			return Plan{}, err
 		}
 	}
 	return Plan{Changes: p.changes, Ledger: p.l}, nil
 }
 
-// typesBySpeed lists the cluster's GPU types on which jobType has a throughput at gpus GPUs,
-// fastest first (ties in GPUTypes order); none is an error naming the job type and count.
-func (p *planner) typesBySpeed(j Job, gpus int) ([]string, error) {
-	if names, ok := p.order[orderKey{j.Type, gpus}]; ok {
-		return names, nil
+// info is j's profile and the cluster's GPU types on which its type has a throughput at its
+// requested count, fastest first (ties in GPUTypes order); no profile or no such type is an error
+// naming the job type and count.
+func (p *planner) info(j Job) (jobInfo, error) {
+	key := jobKey{j.Type, j.GPUs}
+	if info, ok := p.known[key]; ok {
+		return info, nil
+	}
+	prof, err := p.m.Sens.Profile(j.Type)
+	if err != nil {
+		return jobInfo{}, fmt.Errorf("job %d: %w", j.ID, err)
 	}
 	type ts struct {
 		t string
 		v float64
 	}
-	var out []ts
-	for _, t := range p.l.Cluster().Types() {
-		if v, ok := p.m.Tput.Alone(t, j.Type, gpus); ok && v > 0 {
+	out := make([]ts, 0, len(GPUTypes))
+	for _, t := range p.types {
+		if v, ok := p.m.Tput.Alone(t, j.Type, j.GPUs); ok && v > 0 {
 			out = append(out, ts{t, v})
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("job %d: no throughput for %q on %d GPUs of any type the cluster has (%s)", j.ID, j.Type, gpus, strings.Join(p.l.Cluster().Types(), ", "))
+		return jobInfo{}, fmt.Errorf("job %d: no throughput for %q on %d GPUs of any type the cluster has (%s)", j.ID, j.Type, j.GPUs, strings.Join(p.types, ", "))
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].v > out[b].v })
-	names := make([]string, len(out))
+	info := jobInfo{prof: prof, types: make([]string, len(out))}
 	for i, x := range out {
-		names[i] = x.t
+		info.types[i] = x.t
 	}
-	p.order[orderKey{j.Type, gpus}] = names
-	return names, nil
+	p.known[key] = info
+	return info, nil
 }

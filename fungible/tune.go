@@ -29,7 +29,7 @@ func Tune(l *Ledger, m SpeedModel, queue []Job) (Plan, error) {
 
 // tuneOn tries TUNE's three steps for job j on GPU type t.
 func (p *planner) tuneOn(j Job, t string, prof Profile) (bool, error) {
-	fc, fm := p.l.Cluster().FairShare(t)
+	fc, fm := p.fairShare(t)
 	start := func(parts []Part, cpus, mem float64) (bool, error) {
 		return true, p.do(Change{Start, alloc(j, t, parts, cpus, mem, NoPartner)})
 	}
@@ -40,8 +40,14 @@ func (p *planner) tuneOn(j Job, t string, prof Profile) (bool, error) {
 	if parts, ok := p.place(t, j.GPUs, cpus, mem, nil); ok {
 		return start(parts, cpus, mem)
 	}
-	excess := p.excessOver(fc, fm)
-	parts, ok := p.place(t, j.GPUs, cpus, mem, func(s int) room { return excess[s] })
+	if p.excess == nil {
+		p.excess = make([]room, len(p.l.Cluster()))
+		for _, id := range p.l.Jobs() {
+			a, _ := p.l.Get(id)
+			p.addExcess(a, 1)
+		}
+	}
+	parts, ok := p.place(t, j.GPUs, cpus, mem, func(s int) room { return p.excess[s] })
 	if !ok {
 		return false, nil
 	}
@@ -53,21 +59,15 @@ func (p *planner) tuneOn(j Job, t string, prof Profile) (bool, error) {
 	return start(parts, cpus, mem)
 }
 
-// excessOver is, per server, what its jobs hold above the fair share (fc, fm) per GPU.
-func (p *planner) excessOver(fc, fm float64) map[int]room {
-	out := map[int]room{}
-	fcm, fmm := milli(fc), milli(fm)
-	for _, id := range p.l.Jobs() {
-		a, _ := p.l.Get(id)
-		dc, dm := max(0, milli(a.CPUsPerGPU)-fcm), max(0, milli(a.MemPerGPU)-fmm)
-		for _, part := range a.Parts {
-			r := out[part.Server]
-			n := int64(len(part.GPUs))
-			r.cpu, r.mem = r.cpu+dc*n, r.mem+dm*n
-			out[part.Server] = r
-		}
+// addExcess adds sign × what a holds above its type's fair share per GPU to its servers' excess.
+func (p *planner) addExcess(a Allocation, sign int64) {
+	fc, fm := p.fairShare(a.GPUType)
+	dc, dm := max(0, milli(a.CPUsPerGPU)-milli(fc)), max(0, milli(a.MemPerGPU)-milli(fm))
+	for _, part := range a.Parts {
+		n := sign * int64(len(part.GPUs))
+		p.excess[part.Server].cpu += dc * n
+		p.excess[part.Server].mem += dm * n
 	}
-	return out
 }
 
 // shrinkFor shrinks jobs on server s back to the fair share until gpus GPUs at cpu and mem fit.
