@@ -41,7 +41,7 @@ func (p *planner) bestWhole(j Job, prof Profile, types []string) (candidate, err
 	// not depend on its CPUs and memory, so they are measured once per GPU type and count (or
 	// partner) and only the resource factor varies over the grid.
 	lowCPU, lowMem := prof.cpus[0], prof.mem[0]
-	for _, t := range p.l.Cluster().Types() {
+	for _, t := range p.types {
 		fc, fm := p.fairShare(t)
 		held := func(g int, cpus, mem, gpuShare float64) float64 {
 			return float64(g) * (gpuShare + cpus/fc + mem/fm) / 3
