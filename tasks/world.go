@@ -113,8 +113,11 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 	w := &world{c: c, placer: placer, rng: sim.RNG(cfg.Seed, sim.StreamPolicy), q: q, log: log, cfg: cfg,
 		res:  &Result{Arrivals: arrivals, Start: make([]float64, n), Finish: make([]float64, n), Warmup: cfg.Warmup, LastArrival: lastArrival},
 		node: make([]int, n), fits: map[request]bool{}, empty: empty,
-		capGPU: float64(capGPU), first: arrivals[0].Time, last: arrivals[0].Time, nextSample: arrivals[0].Time,
+		capGPU: float64(capGPU), first: arrivals[0].Time, last: arrivals[0].Time,
 		winStart: max(cfg.Warmup, arrivals[0].Time), winEnd: lastArrival}
+	if cfg.SeriesStep > 0 { // the grid is the step's multiples, from the first arrival's
+		w.nextSample = math.Floor(arrivals[0].Time/cfg.SeriesStep) * cfg.SeriesStep
+	}
 	e := engine.New(log)
 	if _, err := e.At(arrivals[0].Time, engine.Arrival, 0); err != nil {
 		return nil, err
