@@ -70,7 +70,8 @@ type Engine struct {
 	heap      []Event
 	seq       ID
 	cancelled map[ID]bool
-	trigger   bool // a trigger is queued at now
+	queued    []uint64 // bit id: event id is in the heap
+	trigger   bool     // a trigger is queued at now
 	log       *sim.LogWriter
 	handled   int64
 }
@@ -133,12 +134,14 @@ func (e *Engine) Trigger() {
 // Cancel drops a queued event (e.g. the completion of a task that was preempted). Cancelling
 // an event that already popped, or twice, is a no-op.
 func (e *Engine) Cancel(id ID) {
-	for _, ev := range e.heap {
-		if ev.ID == id {
-			e.cancelled[id] = true
-			return
-		}
+	if e.isQueued(id) {
+		e.cancelled[id] = true
 	}
+}
+
+func (e *Engine) isQueued(id ID) bool {
+	w := int(id / 64)
+	return w < len(e.queued) && e.queued[w]&(1<<(id%64)) != 0
 }
 
 // Run handles events in order until none is left or the next is after until (use math.Inf(1)
@@ -169,6 +172,10 @@ func (e *Engine) Run(until float64, h Handler) error {
 }
 
 func (e *Engine) push(ev Event) {
+	for int(ev.ID/64) >= len(e.queued) {
+		e.queued = append(e.queued, 0)
+	}
+	e.queued[ev.ID/64] |= 1 << (ev.ID % 64)
 	e.heap = append(e.heap, ev)
 	i := len(e.heap) - 1
 	for i > 0 {
@@ -202,5 +209,6 @@ func (e *Engine) pop() Event {
 		i = m
 	}
 	e.heap = h
+	e.queued[top.ID/64] &^= 1 << (top.ID % 64)
 	return top
 }
