@@ -51,6 +51,19 @@ func TestPoissonWorkload(t *testing.T) {
 	}
 }
 
+func TestPoissonDuration(t *testing.T) {
+	trace := []sim.Task{{Name: "a", NumGPU: 1, GPUMilli: 1000, Scheduled: 0, Deletion: 100}}
+	w, err := NewWorkload(trace, 10000, WorkloadConfig{Load: 0.5, Seed: 1, Duration: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 0.5 x 10 GPUs / 100 GPU-s per task: 0.05 tasks per second, about 180 in an hour.
+	last := w.Arrivals[len(w.Arrivals)-1]
+	if w.Span != 3600 || last.Time >= 3600 || len(w.Arrivals) < 130 || len(w.Arrivals) > 230 || w.Arrivals[0].Task.Name != "a-0" {
+		t.Fatalf("span %v, %d arrivals, last at %v", w.Span, len(w.Arrivals), last.Time)
+	}
+}
+
 func TestWorkloadErrors(t *testing.T) {
 	ran := []sim.Task{{Name: "a", NumGPU: 1, GPUMilli: 1000, Scheduled: 0, Deletion: 10}}
 	cpu := []sim.Task{{Name: "a", Scheduled: 0, Deletion: 10}}

@@ -48,6 +48,10 @@ func TestQueueOrderKnownCase(t *testing.T) {
 			t.Errorf("%s: starts %v, want %v", queue, r.Start, want)
 		}
 		if queue != "fifo" {
+			// Completion times 10, 13, 5, 5: mean 8.25, empirical median 5.
+			if got := r.Completion(); got.Tasks != 4 || got.Mean != 8.25 || got.P50 != 5 || got.P99 != 13 {
+				t.Errorf("backfill: completion %+v", got)
+			}
 			continue
 		}
 		// GPU-time 10x1000 + 4x2000 + 5x1000 + 1x500 milli-s over 2,000 milli x 19 s.
