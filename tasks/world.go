@@ -109,6 +109,9 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 		return nil, err
 	}
 	_, _, capGPU := c.Capacity()
+	if capGPU == 0 {
+		return nil, fmt.Errorf("run: the cluster has no GPUs")
+	}
 	n := len(arrivals)
 	w := &world{c: c, placer: placer, rng: sim.RNG(cfg.Seed, sim.StreamPolicy), q: q, log: log, cfg: cfg,
 		res:  &Result{Arrivals: arrivals, Start: make([]float64, n), Finish: make([]float64, n), Warmup: cfg.Warmup, LastArrival: lastArrival},

@@ -127,4 +127,9 @@ func TestRunRejectsBadArrivals(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
+	cpuOnly, _ := sim.NewCluster([]sim.Node{{Name: "n0", CPU: 64000, Mem: 64000}}, nil)
+	q, _ := NewQueue("fifo")
+	if _, err := Run(cpuOnly, fgd, q, []Arrival{{Task: sim.Task{Name: "a", CPU: 1}, RunTime: 1}}, Config{}, nil); err == nil {
+		t.Error("a cluster without GPUs: no error")
+	}
 }
