@@ -33,8 +33,10 @@
 //
 // # Logs
 //
-// [LogWriter] writes the versioned JSON-lines decision log documented in docs/decision-log.md;
-// [Replayer] applies such a log's events to a cluster, validating each.
+// [LogWriter] writes the versioned JSON-lines decision log documented in docs/decision-log.md:
+// version 1 untimed ([LogVersion]), version 2 timed ([LogVersionTimed]: every event has a time,
+// plus start, preempt and complete events, written by the event engine's worlds); [LogReader]
+// reads both and [Replayer] applies a log's events to a cluster, validating each.
 //
 // A Cluster is not safe for concurrent use; use [Cluster.Clone] to give each goroutine its own.
 package sim

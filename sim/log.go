@@ -7,10 +7,13 @@ import (
 	"io"
 )
 
-// Decision-log schema identifiers (see docs/decision-log.md).
+// Decision-log schema identifiers (see docs/decision-log.md). Version 1 is the untimed log of
+// the arrival protocol (time optional); version 2 is the timed log of the event engine (time
+// required and non-decreasing; start, preempt and complete events). Readers take both.
 const (
-	LogSchema  = "schedrl.decision-log"
-	LogVersion = 1
+	LogSchema       = "schedrl.decision-log"
+	LogVersion      = 1
+	LogVersionTimed = 2
 )
 
 // Event types of the decision log.
@@ -21,7 +24,14 @@ const (
 	EvMigrate = "migrate"
 	EvEvict   = "evict"
 	EvDelete  = "delete"
+	// Version 2 only.
+	EvStart    = "start"
+	EvPreempt  = "preempt"
+	EvComplete = "complete"
 )
+
+// timedOnly reports the event types a version-1 log may not carry.
+func timedOnly(typ string) bool { return typ == EvStart || typ == EvPreempt || typ == EvComplete }
 
 // NodeRecord is a node in the log header.
 type NodeRecord struct {
@@ -67,7 +77,7 @@ type LogHeader struct {
 type Event struct {
 	Seq      int64       `json:"seq"`
 	Type     string      `json:"type"`
-	Time     *int64      `json:"time,omitempty"`
+	Time     *float64    `json:"time,omitempty"` // seconds; required in version 2
 	Task     string      `json:"task"`
 	Request  *TaskRecord `json:"request,omitempty"`
 	Node     string      `json:"node,omitempty"`
@@ -131,25 +141,56 @@ func (h LogHeader) ModelOf() *FragModel {
 
 // LogWriter writes a decision log. A nil *LogWriter discards everything.
 type LogWriter struct {
-	w   *bufio.Writer
-	enc *json.Encoder
-	seq int64
+	w     *bufio.Writer
+	enc   *json.Encoder
+	seq   int64
+	timed bool
+	now   float64
 }
 
 // NewLogWriter writes the header and returns a writer for the events; call Flush at the end.
+// A version-2 header makes a timed log: every event carries the clock (SetTime) unless it
+// brings its own time.
 func NewLogWriter(w io.Writer, h LogHeader) (*LogWriter, error) {
+	if h.Version != LogVersion && h.Version != LogVersionTimed {
+		return nil, fmt.Errorf("decision log: version %d, want %d or %d", h.Version, LogVersion, LogVersionTimed)
+	}
 	bw := bufio.NewWriterSize(w, 1<<16)
-	lw := &LogWriter{w: bw, enc: json.NewEncoder(bw)}
+	lw := &LogWriter{w: bw, enc: json.NewEncoder(bw), timed: h.Version == LogVersionTimed}
 	if err := lw.enc.Encode(h); err != nil {
 		return nil, fmt.Errorf("decision log: %w", err)
 	}
 	return lw, nil
 }
 
-// Write appends one event, numbering it.
+// SetTime advances a timed log's clock; it may not go back.
+func (lw *LogWriter) SetTime(t float64) error {
+	if lw == nil {
+		return nil
+	}
+	if t < lw.now {
+		return fmt.Errorf("decision log: time %v before %v", t, lw.now)
+	}
+	lw.now = t
+	return nil
+}
+
+// Write appends one event, numbering it (and, in a timed log, stamping it with the clock).
 func (lw *LogWriter) Write(ev Event) error {
 	if lw == nil {
 		return nil
+	}
+	switch {
+	case lw.timed && ev.Time == nil:
+		now := lw.now
+		ev.Time = &now
+	case lw.timed && *ev.Time < lw.now:
+		return fmt.Errorf("decision log: %s %s at time %v, before the clock (%v)", ev.Type, ev.Task, *ev.Time, lw.now)
+	case !lw.timed && timedOnly(ev.Type):
+		return fmt.Errorf("decision log: %s events need a version-%d log", ev.Type, LogVersionTimed)
+	}
+	if lw.timed {
+		lw.now = *ev.Time
 	}
 	lw.seq++
 	ev.Seq = lw.seq
@@ -172,7 +213,8 @@ func (lw *LogWriter) Arrive(t Task) error {
 	if lw == nil {
 		return nil
 	}
-	return lw.Write(Event{Type: EvArrive, Task: t.Name, Request: &TaskRecord{CPU: t.CPU, Mem: t.Mem, NumGPU: t.NumGPU, GPUMilli: t.GPUMilli, GPUSpec: t.Spec()}})
+	r := recordOf(t)
+	return lw.Write(Event{Type: EvArrive, Task: t.Name, Request: &r})
 }
 
 // Bind logs a placement.
@@ -195,3 +237,18 @@ func (lw *LogWriter) Evict(task string) error { return lw.Write(Event{Type: EvEv
 
 // Delete logs that a task finished or was deleted.
 func (lw *LogWriter) Delete(task string) error { return lw.Write(Event{Type: EvDelete, Task: task}) }
+
+// Start logs that a waiting task began running at node and gpus (timed logs).
+func (lw *LogWriter) Start(task, node string, gpus GPUSet) error {
+	return lw.Write(Event{Type: EvStart, Task: task, Node: node, GPUs: gpus.Indices()})
+}
+
+// Preempt logs that a running task was stopped by the scheduler and waits again (timed logs).
+func (lw *LogWriter) Preempt(task, reason string) error {
+	return lw.Write(Event{Type: EvPreempt, Task: task, Reason: reason})
+}
+
+// Complete logs that a running task finished its work (timed logs).
+func (lw *LogWriter) Complete(task string) error {
+	return lw.Write(Event{Type: EvComplete, Task: task})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 )
 
@@ -23,6 +24,7 @@ func splitSpec(spec string) []string {
 type LogReader struct {
 	sc     *bufio.Scanner
 	line   int
+	last   float64 // time of the last timed event
 	Header LogHeader
 }
 
@@ -47,8 +49,8 @@ func NewLogReader(r io.Reader) (*LogReader, error) {
 	switch {
 	case h.Schema != LogSchema:
 		return nil, fmt.Errorf("line 1: schema %q, want %q", h.Schema, LogSchema)
-	case h.Version != LogVersion:
-		return nil, fmt.Errorf("line 1: version %d, this reader knows %d", h.Version, LogVersion)
+	case h.Version != LogVersion && h.Version != LogVersionTimed:
+		return nil, fmt.Errorf("line 1: version %d, this reader knows %d and %d", h.Version, LogVersion, LogVersionTimed)
 	case h.Type != "header":
 		return nil, fmt.Errorf("line 1: type %q, want \"header\"", h.Type)
 	case len(h.Nodes) == 0:
@@ -65,7 +67,8 @@ func NewLogReader(r io.Reader) (*LogReader, error) {
 // Line is the line number of the last line read.
 func (lr *LogReader) Line() int { return lr.line }
 
-// Next returns the next event, or io.EOF after the last.
+// Next returns the next event, or io.EOF after the last. In a version-2 log every event must
+// carry a time no earlier than the one before; a version-1 log may not carry version-2 types.
 func (lr *LogReader) Next() (Event, error) {
 	for lr.sc.Scan() {
 		lr.line++
@@ -79,6 +82,21 @@ func (lr *LogReader) Next() (Event, error) {
 		if err := dec.Decode(&ev); err != nil {
 			return Event{}, fmt.Errorf("line %d: %w", lr.line, err)
 		}
+		if lr.Header.Version == LogVersion {
+			if timedOnly(ev.Type) {
+				return Event{}, fmt.Errorf("line %d: event type %q needs a version-%d log", lr.line, ev.Type, LogVersionTimed)
+			}
+			return ev, nil
+		}
+		switch {
+		case ev.Time == nil:
+			return Event{}, fmt.Errorf("line %d: event without a time (required in version %d)", lr.line, LogVersionTimed)
+		case math.IsNaN(*ev.Time) || *ev.Time < 0:
+			return Event{}, fmt.Errorf("line %d: time %v, want a non-negative number", lr.line, *ev.Time)
+		case *ev.Time < lr.last:
+			return Event{}, fmt.Errorf("line %d: time %v before the previous event's %v", lr.line, *ev.Time, lr.last)
+		}
+		lr.last = *ev.Time
 		return ev, nil
 	}
 	if err := lr.sc.Err(); err != nil {
@@ -162,16 +180,16 @@ func (r *Replayer) apply(ev Event) error {
 		q := ev.Request
 		t := Task{Name: ev.Task, CPU: q.CPU, Mem: q.Mem, NumGPU: q.NumGPU, GPUMilli: q.GPUMilli, GPUTypes: splitSpec(q.GPUSpec), Deletion: -1}
 		if ev.Time != nil {
-			t.Creation = *ev.Time
+			t.Creation = int64(*ev.Time)
 		}
 		if err := validRequest(t); err != nil {
 			return err
 		}
 		r.pending[ev.Task] = t
-	case EvBind:
+	case EvBind, EvStart:
 		t, ok := r.pending[ev.Task]
 		if !ok {
-			return errors.New("bind of a task that has not arrived (or is already running)")
+			return fmt.Errorf("%s of a task that has not arrived (or is already running)", ev.Type)
 		}
 		ch, err := r.ChoiceOf(ev.Node, ev.GPUs)
 		if err != nil {
@@ -203,7 +221,10 @@ func (r *Replayer) apply(ev Event) error {
 			return err
 		}
 		return r.C.Migrate(ev.Task, to)
-	case EvEvict:
+	case EvComplete:
+		_, err := r.C.Remove(ev.Task)
+		return err
+	case EvEvict, EvPreempt:
 		p, err := r.C.Remove(ev.Task)
 		if err != nil {
 			return err

@@ -201,7 +201,7 @@ func LoadTasks(path string) ([]Task, error) {
 }
 
 func parseTask(t *csvTable) (Task, error) {
-	task := Task{Name: t.str("name"), Deletion: -1}
+	task := Task{Name: t.str("name"), Deletion: -1, Scheduled: -1}
 	var err error
 	if task.Name == "" {
 		return task, t.errf("name", "empty task name")
@@ -249,8 +249,17 @@ func parseTask(t *csvTable) (Task, error) {
 			return task, t.errf("deletion_time", "deletion_time %d before creation_time %d", task.Deletion, task.Creation)
 		}
 	}
-	if _, err = t.int("scheduled_time", 0); err != nil {
+	if t.str("scheduled_time") == "" {
+		return task, nil
+	}
+	if task.Scheduled, err = t.int("scheduled_time", -1); err != nil {
 		return task, err
+	}
+	switch {
+	case task.Scheduled < task.Creation:
+		return task, t.errf("scheduled_time", "scheduled_time %d before creation_time %d", task.Scheduled, task.Creation)
+	case task.Deletion >= 0 && task.Scheduled > task.Deletion:
+		return task, t.errf("scheduled_time", "scheduled_time %d after deletion_time %d", task.Scheduled, task.Deletion)
 	}
 	return task, nil
 }

@@ -43,6 +43,8 @@ func TestLoadTasksBadInput(t *testing.T) {
 		{"cpu task with share", podHeader + "p1,1000,1,0,300,,LS,Running,0,1,0\n", `:2:13 \(gpu_milli\): gpu_milli 300 on a CPU-only task`},
 		{"duplicate name", podHeader + podOK + podOK, `:3:1 \(name\): duplicate task name "p0" \(first on line 2\)`},
 		{"deleted before created", podHeader + "p1,1000,1,0,0,,LS,Running,50,10,0\n", `:2:30 \(deletion_time\): deletion_time 10 before creation_time 50`},
+		{"scheduled before created", podHeader + "p1,1000,1,0,0,,LS,Running,50,90,40\n", `:2:33 \(scheduled_time\): scheduled_time 40 before creation_time 50`},
+		{"scheduled after deleted", podHeader + "p1,1000,1,0,0,,LS,Running,50,90,95\n", `:2:33 \(scheduled_time\): scheduled_time 95 after deletion_time 90`},
 		{"empty", "", `:1: empty file`},
 		{"header only", podHeader, `: no tasks`},
 	}
@@ -91,11 +93,12 @@ func TestLoadGoodFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tasks) != 2 || tasks[1].Spec() != "V100M16|T4" || tasks[1].Kind() != "share" || tasks[0].Kind() != "1-gpu" || tasks[0].Deletion != 100 {
+	if len(tasks) != 2 || tasks[1].Spec() != "V100M16|T4" || tasks[1].Kind() != "share" || tasks[0].Kind() != "1-gpu" || tasks[0].Deletion != 100 ||
+		tasks[0].Scheduled != 0 || tasks[1].Scheduled != -1 {
 		t.Fatalf("tasks %+v", tasks)
 	}
 	short := writeFile(t, "multigpu.csv", "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1,8,1000\n")
-	if tasks, err = LoadTasks(short); err != nil || tasks[0].Kind() != "8-gpu" || tasks[0].Deletion != -1 {
+	if tasks, err = LoadTasks(short); err != nil || tasks[0].Kind() != "8-gpu" || tasks[0].Deletion != -1 || tasks[0].Scheduled != -1 {
 		t.Fatalf("five-column pod list: %v %+v", err, tasks)
 	}
 }

@@ -34,6 +34,9 @@ type Task struct {
 	GPUTypes []string
 	// Creation and Deletion are trace timestamps in seconds; Deletion < 0 means never deleted.
 	Creation, Deletion int64
+	// Scheduled is when the trace's scheduler started the task (seconds); < 0 when it never
+	// ran (a pending pod). Deletion - Scheduled is the task's run time.
+	Scheduled int64
 }
 
 // TotalGPUMilli is the task's whole GPU request in milli-GPU.
