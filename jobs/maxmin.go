@@ -24,6 +24,37 @@ type maxMinLP struct {
 	t           float64
 }
 
+// setup loads Gavel's MaxMinFairnessPolicyWithPerf program for m jobs on the cluster's types:
+// job i's row is its throughputs times scale / (priority weight x proportional throughput),
+// the proportional throughput being what it would get with each type's share of the cluster.
+// Without perf (max_min_fairness) every throughput is 1.
+func (s *maxMinLP) setup(types []GPU, c Cluster, perf bool, m int, job func(i int) (tput [NumGPUs]float64, scale int, weight float64)) {
+	s.n = len(types)
+	s.a, s.scale = s.a[:0], s.scale[:0]
+	total := 0.0
+	for k, g := range types {
+		s.cap[k] = float64(c.GPUs[g])
+		total += s.cap[k]
+	}
+	for i := range m {
+		tput, scale, weight := job(i)
+		var row [NumGPUs]float64
+		prop := 0.0
+		for k, g := range types {
+			row[k] = 1
+			if perf {
+				row[k] = tput[g]
+			}
+			prop += row[k] * s.cap[k] / total
+		}
+		for k := range types {
+			row[k] *= float64(scale) / (weight * prop)
+		}
+		s.a = append(s.a, row)
+		s.scale = append(s.scale, float64(scale))
+	}
+}
+
 // solve returns the allocation, clipped to [0, 1] as Gavel clips cvxpy's, and the optimum t.
 func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	m, n := len(s.a), s.n
