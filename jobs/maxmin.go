@@ -14,23 +14,34 @@ import "math"
 // central path and so ends near the analytic centre of the optimal face: identical jobs get
 // identical allocations, as in Gavel, where a simplex vertex would pick one arbitrarily.
 type maxMinLP struct {
-	a     [][NumGPUs]float64
+	a     [][NumGPUs]float64 // per class of identical jobs
 	scale []float64
+	mult  []float64 // jobs in the class (nil: one each)
+	class []int     // job -> class (nil: job i is class i)
 	cap   [NumGPUs]float64
 	n     int
+	out   [][NumGPUs]float64
+	rows  map[[NumGPUs + 1]float64]int
 
 	x, dx, p, q [][NumGPUs]float64
 	w           [][NumGPUs][NumGPUs]float64
 	t           float64
 }
 
+// Identical jobs (same row and scale) form one class with a multiplicity: on the central path
+// they have identical allocations anyway, so the barrier counts each class's terms once per job.
+//
 // setup loads Gavel's MaxMinFairnessPolicyWithPerf program for m jobs on the cluster's types:
 // job i's row is its throughputs times scale / (priority weight x proportional throughput),
 // the proportional throughput being what it would get with each type's share of the cluster.
 // Without perf (max_min_fairness) every throughput is 1.
 func (s *maxMinLP) setup(types []GPU, c Cluster, perf bool, m int, job func(i int) (tput [NumGPUs]float64, scale int, weight float64)) {
 	s.n = len(types)
-	s.a, s.scale = s.a[:0], s.scale[:0]
+	s.a, s.scale, s.mult, s.class = s.a[:0], s.scale[:0], s.mult[:0], s.class[:0]
+	if s.rows == nil {
+		s.rows = map[[NumGPUs + 1]float64]int{}
+	}
+	clear(s.rows)
 	total := 0.0
 	for k, g := range types {
 		s.cap[k] = float64(c.GPUs[g])
@@ -47,17 +58,35 @@ func (s *maxMinLP) setup(types []GPU, c Cluster, perf bool, m int, job func(i in
 			}
 			prop += row[k] * s.cap[k] / total
 		}
+		var key [NumGPUs + 1]float64
 		for k := range types {
 			row[k] *= float64(scale) / (weight * prop)
+			key[k] = row[k]
 		}
-		s.a = append(s.a, row)
-		s.scale = append(s.scale, float64(scale))
+		key[NumGPUs] = float64(scale)
+		c, ok := s.rows[key]
+		if !ok {
+			c = len(s.a)
+			s.rows[key] = c
+			s.a = append(s.a, row)
+			s.scale = append(s.scale, float64(scale))
+			s.mult = append(s.mult, 0)
+		}
+		s.mult[c]++
+		s.class = append(s.class, c)
 	}
 }
 
 // solve returns the allocation, clipped to [0, 1] as Gavel clips cvxpy's, and the optimum t.
 func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	m, n := len(s.a), s.n
+	if len(s.mult) != m {
+		s.mult, s.class = s.mult[:0], s.class[:0]
+		for i := range m {
+			s.mult = append(s.mult, 1)
+			s.class = append(s.class, i)
+		}
+	}
 	s.x = grow(s.x, m)
 	s.dx = grow(s.dx, m)
 	s.p = grow(s.p, m)
@@ -73,7 +102,7 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		total += s.cap[g]
 	}
 	for i := range m {
-		demand += s.scale[i]
+		demand += s.mult[i] * s.scale[i]
 	}
 	alpha := 0.5 * math.Min(1, total/demand)
 	minF := math.Inf(1)
@@ -89,19 +118,23 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	if minF > 0 {
 		s.t = 0.5 * minF
 	}
-	barriers := float64(m*n + 2*m + n)
-	for tau := 1.0; ; tau *= 20 {
+	barriers := float64(n)
+	for i := range m {
+		barriers += s.mult[i] * float64(n+2)
+	}
+	for tau := 1.0; ; tau *= 100 {
 		s.center(tau)
 		if barriers/tau <= 1e-9*math.Max(1, math.Abs(s.t)) {
 			break
 		}
 	}
-	for i := range m {
+	s.out = grow(s.out, len(s.class))
+	for i, c := range s.class {
 		for g := range n {
-			s.x[i][g] = math.Min(1, math.Max(0, s.x[i][g]))
+			s.out[i][g] = math.Min(1, math.Max(0, s.x[c][g]))
 		}
 	}
-	return s.x, s.t
+	return s.out, s.t
 }
 
 func grow(v [][NumGPUs]float64, m int) [][NumGPUs]float64 {
@@ -123,15 +156,15 @@ func (s *maxMinLP) barrier(tau float64, x [][NumGPUs]float64, t float64, step fl
 			if xi <= 0 {
 				return math.Inf(1)
 			}
-			v -= math.Log(xi)
+			v -= s.mult[i] * math.Log(xi)
 			row -= xi
 			fair += s.a[i][g] * xi
-			used[g] += s.scale[i] * xi
+			used[g] += s.mult[i] * s.scale[i] * xi
 		}
 		if row <= 0 || fair <= 0 {
 			return math.Inf(1)
 		}
-		v -= math.Log(row) + math.Log(fair)
+		v -= s.mult[i] * (math.Log(row) + math.Log(fair))
 	}
 	for g := range n {
 		q := s.cap[g] - used[g]
@@ -151,7 +184,7 @@ func (s *maxMinLP) center(tau float64) {
 		q = s.cap
 		for i := range m {
 			for g := range n {
-				q[g] -= s.scale[i] * s.x[i][g]
+				q[g] -= s.mult[i] * s.scale[i] * s.x[i][g]
 			}
 		}
 		for g := range n {
@@ -167,16 +200,17 @@ func (s *maxMinLP) center(tau float64) {
 				r -= s.x[i][g]
 				f += s.a[i][g] * s.x[i][g]
 			}
+			mu := s.mult[i]
 			ir, iff := 1/r, 1/f
-			gt += iff
-			htt += iff * iff
+			gt += mu * iff
+			htt += mu * iff * iff
 			var b [NumGPUs][NumGPUs]float64
 			for g := range n {
-				grad[g] = -1/s.x[i][g] + ir + s.scale[i]/q[g] - s.a[i][g]*iff
+				grad[g] = mu*(-1/s.x[i][g]+ir-s.a[i][g]*iff) + mu*s.scale[i]/q[g]
 				for h := range n {
-					b[g][h] = ir*ir + iff*iff*s.a[i][g]*s.a[i][h]
+					b[g][h] = mu * (ir*ir + iff*iff*s.a[i][g]*s.a[i][h])
 				}
-				b[g][g] += 1 / (s.x[i][g] * s.x[i][g])
+				b[g][g] += mu / (s.x[i][g] * s.x[i][g])
 			}
 			w := invert(b, n)
 			s.w[i] = w
@@ -184,7 +218,7 @@ func (s *maxMinLP) center(tau float64) {
 				pv, qv := 0.0, 0.0
 				for h := range n {
 					pv -= w[g][h] * grad[h]
-					qv -= w[g][h] * s.a[i][h] * iff * iff
+					qv -= w[g][h] * mu * s.a[i][h] * iff * iff
 				}
 				s.p[i][g], s.q[i][g] = pv, qv
 			}
@@ -192,7 +226,7 @@ func (s *maxMinLP) center(tau float64) {
 			for g := range n {
 				s.dx[i][g] = -grad[g]
 			}
-			si := s.scale[i]
+			si := mu * s.scale[i]
 			for g := range n {
 				for h := range n {
 					sys[g][h] += si * si * w[g][h]
@@ -201,8 +235,8 @@ func (s *maxMinLP) center(tau float64) {
 				sys[g][n+1] += si * s.p[i][g]
 				// t row: -v.z + (htt - sum h_i.Q_i) dt = -g_t - sum h_i.P_i, h_i = -a_i/f^2
 				sys[n][g] -= si * s.q[i][g]
-				sys[n][n] += s.a[i][g] * iff * iff * s.q[i][g]
-				sys[n][n+1] += s.a[i][g] * iff * iff * s.p[i][g]
+				sys[n][n] += mu * s.a[i][g] * iff * iff * s.q[i][g]
+				sys[n][n+1] += mu * s.a[i][g] * iff * iff * s.p[i][g]
 			}
 		}
 		for g := range n {
@@ -216,17 +250,17 @@ func (s *maxMinLP) center(tau float64) {
 			for g := range n {
 				d := s.p[i][g] - s.q[i][g]*dt
 				for h := range n {
-					d -= s.scale[i] * s.w[i][g][h] * z[h]
+					d -= s.mult[i] * s.scale[i] * s.w[i][g][h] * z[h]
 				}
 				dec += s.dx[i][g] * d
 				s.dx[i][g] = d
 			}
 		}
-		if dec/2 <= 1e-10 {
+		if dec/2 <= 1e-7 {
 			return
 		}
 		f0 := s.barrier(tau, s.x, s.t, 0, s.dx, dt)
-		step := 1.0
+		step := math.Min(1, 0.99*s.maxStep(dt))
 		for ; step > 1e-12; step /= 2 {
 			if s.barrier(tau, s.x, s.t, step, s.dx, dt) <= f0-0.25*step*dec {
 				break
@@ -244,21 +278,71 @@ func (s *maxMinLP) center(tau float64) {
 	}
 }
 
-// invert inverts the leading n x n block of a symmetric positive definite matrix.
-func invert(b [NumGPUs][NumGPUs]float64, n int) [NumGPUs][NumGPUs]float64 {
-	var aug [NumGPUs + 1][NumGPUs + 2]float64
-	var inv [NumGPUs][NumGPUs]float64
-	for col := range n {
-		for g := range n {
-			for h := range n {
-				aug[g][h] = b[g][h]
-			}
-			aug[g][n] = 0
+// maxStep is the largest step along (dx, dt) that keeps every slack non-negative.
+func (s *maxMinLP) maxStep(dt float64) float64 {
+	n := s.n
+	limit := math.Inf(1)
+	ratio := func(v, dv float64) {
+		if dv < 0 {
+			limit = math.Min(limit, -v/dv)
 		}
-		aug[col][n] = 1
-		sol := solveAug(aug, n, n)
+	}
+	var used, dused [NumGPUs]float64
+	for i := range s.x {
+		row, drow, fair, dfair := 1.0, 0.0, -s.t, -dt
 		for g := range n {
-			inv[g][col] = sol[g]
+			ratio(s.x[i][g], s.dx[i][g])
+			row -= s.x[i][g]
+			drow -= s.dx[i][g]
+			fair += s.a[i][g] * s.x[i][g]
+			dfair += s.a[i][g] * s.dx[i][g]
+			used[g] += s.mult[i] * s.scale[i] * s.x[i][g]
+			dused[g] += s.mult[i] * s.scale[i] * s.dx[i][g]
+		}
+		ratio(row, drow)
+		ratio(fair, dfair)
+	}
+	for g := range n {
+		ratio(s.cap[g]-used[g], -dused[g])
+	}
+	return limit
+}
+
+// invert inverts the leading n x n block of a symmetric positive definite matrix by its
+// Cholesky factor.
+func invert(b [NumGPUs][NumGPUs]float64, n int) [NumGPUs][NumGPUs]float64 {
+	var l, li, inv [NumGPUs][NumGPUs]float64
+	for i := range n {
+		for k := 0; k <= i; k++ {
+			v := b[i][k]
+			for p := range k {
+				v -= l[i][p] * l[k][p]
+			}
+			if k == i {
+				l[i][i] = math.Sqrt(v)
+			} else {
+				l[i][k] = v / l[k][k]
+			}
+		}
+	}
+	// li = L^-1 (lower triangular), inv = li^T li.
+	for i := range n {
+		li[i][i] = 1 / l[i][i]
+		for k := range i {
+			v := 0.0
+			for p := k; p < i; p++ {
+				v -= l[i][p] * li[p][k]
+			}
+			li[i][k] = v / l[i][i]
+		}
+	}
+	for i := range n {
+		for k := 0; k <= i; k++ {
+			v := 0.0
+			for p := i; p < n; p++ {
+				v += li[p][i] * li[p][k]
+			}
+			inv[i][k], inv[k][i] = v, v
 		}
 	}
 	return inv

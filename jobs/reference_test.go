@@ -111,3 +111,16 @@ func TestGavelCompatMatchesReferenceRuns(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkGavelCompat300Jobs is the speed target: a 300-job reference configuration (Gavel's
+// simulator takes 14-58 s on these).
+func BenchmarkGavelCompat300Jobs(b *testing.B) {
+	table := loadTable(b)
+	for _, r := range loadReferences(b) {
+		b.Run(strings.TrimSuffix(r.Trace, ".trace")+"/"+r.Policy, func(b *testing.B) {
+			for b.Loop() {
+				runReference(b, table, r)
+			}
+		})
+	}
+}
