@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -36,6 +37,7 @@ type gavelJob struct {
 	alloc     [NumGPUs]float64
 	inAlloc   bool
 	failures  int
+	scheduled int // the schedule pass that last took it
 }
 
 type gavelRun struct {
@@ -59,6 +61,9 @@ type gavelSim struct {
 	now        float64
 	lastReset  float64
 	needUpdate bool
+	stamp      int
+	entries    []*gavelJob
+	picks      []gavelPick
 }
 
 func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (Result, error) {
@@ -197,30 +202,34 @@ func (s *gavelSim) schedule() []gavelPick {
 		shuffle(s.shuffler, order)
 	}
 	left := s.cfg.Cluster.GPUs
-	scheduled := map[*gavelJob]bool{}
-	var picks []gavelPick
-	entries := make([]*gavelJob, 0, len(s.active))
+	s.stamp++
+	picks := s.picks[:0]
 	for _, g := range order {
-		entries = append(entries[:0], s.active...)
-		sort.SliceStable(entries, func(a, b int) bool {
-			x, y := entries[a], entries[b]
-			if x.prio[g] != y.prio[g] {
-				return x.prio[g] > y.prio[g]
+		s.entries = s.entries[:0]
+		for _, j := range s.active {
+			// FIFO never takes a zero-priority job, so those need no sorting.
+			if s.policy != "fifo" || j.prio[g] > 0 {
+				s.entries = append(s.entries, j)
 			}
-			if x.deficit[g] != y.deficit[g] {
-				return x.deficit[g] > y.deficit[g]
+		}
+		slices.SortStableFunc(s.entries, func(x, y *gavelJob) int {
+			if c := cmp.Compare(y.prio[g], x.prio[g]); c != 0 {
+				return c
 			}
-			return x.allocOn(g) > y.allocOn(g)
+			if c := cmp.Compare(y.deficit[g], x.deficit[g]); c != 0 {
+				return c
+			}
+			return cmp.Compare(y.allocOn(g), x.allocOn(g))
 		})
-		for _, j := range entries {
+		for _, j := range s.entries {
 			if left[g] == 0 {
 				break
 			}
-			if scheduled[j] || j.tput[g] <= 0 || (s.policy == "fifo" && j.prio[g] <= 0) || j.scale > left[g] {
+			if j.scheduled == s.stamp || j.tput[g] <= 0 || (s.policy == "fifo" && j.prio[g] <= 0) || j.scale > left[g] {
 				continue
 			}
 			left[g] -= j.scale
-			scheduled[j] = true
+			j.scheduled = s.stamp
 			// A job not in the allocation yet (arrived since the last recompute) takes its
 			// workers in this pass but is then not dispatched, as in Gavel.
 			if j.inAlloc {
@@ -228,6 +237,7 @@ func (s *gavelSim) schedule() []gavelPick {
 			}
 		}
 	}
+	s.picks = picks
 	return picks
 }
 
