@@ -89,6 +89,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	s.now = tr.Jobs[0].Arrival
 	roundStart, roundEnd, haveRoundEnd := 0.0, 0.0, false
 	windowStart := 0.0
+	idle := 0
 	for remaining > 0 {
 		if len(running) > 0 {
 			maxFinish := 0.0
@@ -170,7 +171,11 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 			running = append(running, gavelRun{job: j, gpu: sch.gpu, steps: steps, finish: s.now + float64(steps)/j.tput[sch.gpu]})
 		}
 		res.Rounds++
-		if len(running) == 0 && next >= len(tr.Jobs) && s.lastReset != 0 && !s.needUpdate {
+		// With nothing to run and nothing left to arrive, one forced reset must get work going;
+		// Gavel would loop forever otherwise.
+		if len(running) > 0 || next < len(tr.Jobs) {
+			idle = 0
+		} else if idle++; idle > 2 {
 			return res, fmt.Errorf("gavel compat: %d jobs left that no round can run", len(s.active))
 		}
 	}
