@@ -123,7 +123,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 			exec := r.finish - roundStart
 			// A multi-GPU job's steps are split per worker (steps//scale each, the rest on the
 			// last); a worker with no step fails the round (Gavel's micro-task failure).
-			if exec <= 0 || (j.scale > 1 && r.steps/int64(j.scale) == 0) {
+			if exec <= 0 || r.steps <= 0 || (j.scale > 1 && r.steps/int64(j.scale) == 0) {
 				j.failures++
 				s.needUpdate = true
 				if j.failures >= gavelMaxFailures {
