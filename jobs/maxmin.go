@@ -122,9 +122,15 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	for i := range m {
 		barriers += s.mult[i] * float64(n+2)
 	}
-	for tau := 1.0; ; tau *= 100 {
-		s.center(tau)
-		if barriers/tau <= 1e-9*math.Max(1, math.Abs(s.t)) {
+	// Intermediate centres need only be rough; the last one is solved tightly.
+	for tau := 1.0; ; tau *= 1000 {
+		last := barriers/tau <= 1e-9*math.Max(1, math.Abs(s.t))
+		tol := 1e-2
+		if last {
+			tol = 1e-7
+		}
+		s.center(tau, tol)
+		if last {
 			break
 		}
 	}
@@ -176,9 +182,11 @@ func (s *maxMinLP) barrier(tau float64, x [][NumGPUs]float64, t float64, step fl
 	return v
 }
 
-// center runs damped Newton steps on the barrier for this tau.
-func (s *maxMinLP) center(tau float64) {
+// center runs damped Newton steps on the barrier for this tau until the Newton decrement
+// (half its square) is below tol.
+func (s *maxMinLP) center(tau, tol float64) {
 	m, n := len(s.a), s.n
+	var f0 float64
 	for iter := 0; iter < 100; iter++ {
 		var q, gam [NumGPUs]float64
 		q = s.cap
@@ -256,13 +264,16 @@ func (s *maxMinLP) center(tau float64) {
 				s.dx[i][g] = d
 			}
 		}
-		if dec/2 <= 1e-7 {
+		if dec/2 <= tol {
 			return
 		}
-		f0 := s.barrier(tau, s.x, s.t, 0, s.dx, dt)
+		if iter == 0 {
+			f0 = s.barrier(tau, s.x, s.t, 0, s.dx, dt)
+		}
 		step := math.Min(1, 0.99*s.maxStep(dt))
 		for ; step > 1e-12; step /= 2 {
-			if s.barrier(tau, s.x, s.t, step, s.dx, dt) <= f0-0.25*step*dec {
+			if f := s.barrier(tau, s.x, s.t, step, s.dx, dt); f <= f0-0.25*step*dec {
+				f0 = f // the barrier at the next point
 				break
 			}
 		}
