@@ -119,13 +119,14 @@ func TestQueuePoliciesOrderAHandBuiltCase(t *testing.T) {
 		t.Errorf("max_min_fairness: JCTs %v, want both about 72,000 s and a round apart", res.JCT)
 	}
 	// Heterogeneity-aware: a job 10x faster on the V100 gets more V100 time than plain
-	// max-min, which splits every job's time by GPU count, gives it; both jobs gain.
+	// max-min, which splits every job's time by GPU count, gives it; the other job, about as
+	// fast on either type, loses next to nothing.
 	het := handTable(map[string][NumGPUs]float64{"v": {10, 1, 1}, "k": {2, 1, 1.9}})
 	tr = handTrace(handJob{"v", 360000, 0}, handJob{"k", 68400, 0})
 	_, perf := finishOrder(t, tr, het, Config{Cluster: cluster(t, "1:0:1"), Policy: "max_min_fairness_perf"})
 	_, plain := finishOrder(t, tr, het, Config{Cluster: cluster(t, "1:0:1"), Policy: "max_min_fairness"})
-	if perf.JCT[0] > 0.85*plain.JCT[0] || perf.JCT[1] > plain.JCT[1] {
-		t.Errorf("JCTs: max_min_fairness_perf %v, max_min_fairness %v; want the perf policy's clearly lower for job 0 and not higher for job 1", perf.JCT, plain.JCT)
+	if perf.JCT[0] > 0.85*plain.JCT[0] || perf.JCT[1] > 1.01*plain.JCT[1] {
+		t.Errorf("JCTs: max_min_fairness_perf %v, max_min_fairness %v; want the perf policy's clearly lower for job 0 and within 1%% for job 1", perf.JCT, plain.JCT)
 	}
 }
 

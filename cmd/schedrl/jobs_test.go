@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,6 +41,23 @@ func TestRunJobsContract(t *testing.T) {
 	jct := got["jct_s"].(map[string]any)
 	if got["jobs"].(float64) != 300 || len(jct) != 300 || jct["100"] == nil || jct["99"] != nil {
 		t.Errorf("jobs %v, %d JCTs: want the 300 jobs 100-399", got["jobs"], len(jct))
+	}
+}
+
+// Same seed, same output byte for byte, wall_seconds aside.
+func TestRunJobsSameSeedSameBytes(t *testing.T) {
+	run := func() string {
+		opts := &jobsOptions{Trace: repotest.Data("gavel", "reference", "gen-16x3-lam2400-seed1-multigpu.trace"), Cluster: "16:16:16",
+			Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "max_min_fairness", Round: 360,
+			Window: "0-300", Seed: 5, Compat: "gavel", JSON: true}
+		var out bytes.Buffer
+		if err := runJobs(context.Background(), opts, &out); err != nil {
+			t.Fatal(err)
+		}
+		return regexp.MustCompile(`"wall_seconds": [0-9.e-]+`).ReplaceAllString(out.String(), "")
+	}
+	if a, b := run(), run(); a != b {
+		t.Errorf("two runs with seed 5 print different JSON")
 	}
 }
 
