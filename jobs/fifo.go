@@ -1,6 +1,6 @@
 package jobs
 
-func init() { register("fifo", func() Policy { return fifo{} }) }
+func init() { Register("fifo", func() Policy { return fifo{} }) }
 
 // fifo runs jobs in arrival order, each on the fastest type with room; a later job never
 // displaces an earlier one, and one that does not fit lets later ones past (backfill).

@@ -3,8 +3,8 @@ package jobs
 import "slices"
 
 func init() {
-	register("max_min_fairness", func() Policy { return &maxMin{} }, "las", "gavel_las")
-	register("max_min_fairness_perf", func() Policy { return &maxMin{perf: true} }, "las_perf", "gavel")
+	Register("max_min_fairness", func() Policy { return &maxMin{} }, "las", "gavel_las")
+	Register("max_min_fairness_perf", func() Policy { return &maxMin{perf: true} }, "las_perf", "gavel")
 }
 
 // maxMin is Gavel's max-min fairness (LAS) and, with perf, its heterogeneity-aware version:

@@ -45,8 +45,9 @@ var (
 	aliases  = map[string]string{}
 )
 
-// register adds a policy under its name and aliases; each policy file calls it from init.
-func register(name string, newPolicy func() Policy, alias ...string) {
+// Register adds a policy under its name and aliases (lower case, "_" for "-"); each policy
+// file calls it from init, and a package outside jobs may add its own the same way.
+func Register(name string, newPolicy func() Policy, alias ...string) {
 	registry[name] = registration{name, newPolicy}
 	for _, a := range alias {
 		aliases[a] = name

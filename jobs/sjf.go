@@ -1,6 +1,6 @@
 package jobs
 
-func init() { register("sjf", func() Policy { return sjf{} }, "shortest_job_first") }
+func init() { Register("sjf", func() Policy { return sjf{} }, "shortest_job_first") }
 
 // sjf is shortest job first with the run time known (total steps at the job's fastest type),
 // non-preemptive: jobs that ran in the previous round keep their GPUs ahead of waiting ones.

@@ -1,6 +1,6 @@
 package jobs
 
-func init() { register("srtf", func() Policy { return srtf{} }, "shortest_remaining_time_first") }
+func init() { Register("srtf", func() Policy { return srtf{} }, "shortest_remaining_time_first") }
 
 // srtf is shortest remaining time first, preemptive at round boundaries: remaining steps at the
 // job's fastest type.

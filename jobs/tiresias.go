@@ -1,7 +1,7 @@
 package jobs
 
 func init() {
-	register("tiresias-las", func() Policy { return newTiresias() }, "tiresias", "2d_las", "2das")
+	Register("tiresias-las", func() Policy { return newTiresias() }, "tiresias", "2d_las", "2das")
 }
 
 // tiresias is Tiresias' discretized 2D-LAS (NSDI'19): a job's attained service is GPUs x time;
