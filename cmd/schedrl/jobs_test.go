@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
+)
+
+func TestRunJobsContract(t *testing.T) {
+	opts := &jobsOptions{
+		Trace: repotest.Data("gavel", "reference", "gen-36x3-lam1200-seed0.trace"), Cluster: "36:36:36",
+		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "fifo", Round: 360,
+		Window: "100-400", Seed: 0, Compat: "gavel", JSON: true,
+	}
+	var out bytes.Buffer
+	if err := runJobs(context.Background(), opts, &out); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, k := range []string{"avg_jct_s", "makespan_s", "utilization", "jobs", "wall_seconds", "jct_s"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %q in %s", k, out.String())
+		}
+	}
+	// Gavel's simulator on this configuration: avg JCT 57,429.847 s, makespan 994,310.746 s.
+	if v := got["avg_jct_s"].(float64); math.Abs(v-57429.847) > 0.01 {
+		t.Errorf("avg_jct_s %v, want Gavel's 57429.847", v)
+	}
+	if v := got["makespan_s"].(float64); math.Abs(v-994310.746) > 0.01 {
+		t.Errorf("makespan_s %v, want Gavel's 994310.746", v)
+	}
+	jct := got["jct_s"].(map[string]any)
+	if got["jobs"].(float64) != 300 || len(jct) != 300 || jct["100"] == nil || jct["99"] != nil {
+		t.Errorf("jobs %v, %d JCTs: want the 300 jobs 100-399", got["jobs"], len(jct))
+	}
+}
+
+// Same seed, same output byte for byte, wall_seconds aside.
+func TestRunJobsSameSeedSameBytes(t *testing.T) {
+	run := func() string {
+		opts := &jobsOptions{Trace: repotest.Data("gavel", "reference", "gen-16x3-lam2400-seed1-multigpu.trace"), Cluster: "16:16:16",
+			Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "max_min_fairness", Round: 360,
+			Window: "0-300", Seed: 5, Compat: "gavel", JSON: true}
+		var out bytes.Buffer
+		if err := runJobs(context.Background(), opts, &out); err != nil {
+			t.Fatal(err)
+		}
+		return regexp.MustCompile(`"wall_seconds": [0-9.e-]+`).ReplaceAllString(out.String(), "")
+	}
+	if a, b := run(), run(); a != b {
+		t.Errorf("two runs with seed 5 print different JSON")
+	}
+}
+
+func TestRunJobsErrors(t *testing.T) {
+	trace := repotest.Data("gavel", "reference", "gen-8x3-lam3600-seed0.trace")
+	table := repotest.Data("gavel", "simulation_throughputs.json")
+	cases := map[string]struct {
+		opts jobsOptions
+		want string
+	}{
+		"openb pods":    {jobsOptions{Trace: repotest.OpenbPods("default")}, "openb traces: not wired on this branch"},
+		"openb nodes":   {jobsOptions{Trace: trace, Nodes: repotest.OpenbNodes()}, "openb traces: not wired on this branch"},
+		"cluster":       {jobsOptions{Trace: trace, Cluster: "8:8", Throughputs: table, Policy: "fifo"}, `cluster "8:8"`},
+		"window":        {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "fifo", Window: "300-0"}, "--window"},
+		"policy":        {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "lottery"}, `unknown policy "lottery"`},
+		"compat policy": {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "srtf", Compat: "gavel"}, "no Gavel-compatible mode"},
+		"load":          {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "fifo", Load: 1}, "--load"},
+	}
+	for name, c := range cases {
+		var out bytes.Buffer
+		err := runJobs(context.Background(), &c.opts, &out)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want it to contain %q", name, err, c.want)
+		}
+	}
+}

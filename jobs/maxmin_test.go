@@ -1,0 +1,96 @@
+package jobs
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+)
+
+// simplexOptimum solves the same LP with gonum's simplex, as the reference optimum.
+func simplexOptimum(t *testing.T, a [][NumGPUs]float64, scale []float64, capacity [NumGPUs]float64, n int) float64 {
+	m := len(a)
+	// Variables: x (m*n), t+, slack per inequality (m rows, n capacities, m fairness).
+	nv := m*n + 1 + m + n + m
+	A := mat.NewDense(m+n+m, nv, nil)
+	b := make([]float64, m+n+m)
+	for i := range m {
+		for g := range n {
+			A.Set(i, i*n+g, 1)
+			A.Set(m+g, i*n+g, scale[i])
+			A.Set(m+n+i, i*n+g, -a[i][g])
+		}
+		A.Set(m+n+i, m*n, 1)
+		b[i] = 1
+	}
+	for g := range n {
+		b[m+g] = capacity[g]
+	}
+	for r := range m + n + m {
+		A.Set(r, m*n+1+r, 1)
+	}
+	c := make([]float64, nv)
+	c[m*n] = -1
+	opt, _, err := lp.Simplex(c, A, b, 1e-10, nil)
+	if err != nil {
+		t.Fatalf("simplex: %v", err)
+	}
+	return -opt
+}
+
+func TestMaxMinLPMatchesSimplexOptimum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 40 {
+		n := 1 + trial%3
+		m := 1 + rng.IntN(30)
+		s := maxMinLP{n: n}
+		for g := range n {
+			s.cap[g] = float64(1 + rng.IntN(12))
+		}
+		for range m {
+			var row [NumGPUs]float64
+			for g := range n {
+				row[g] = rng.Float64() * 3
+			}
+			s.a = append(s.a, row)
+			s.scale = append(s.scale, float64([]int{1, 1, 2, 4, 8}[rng.IntN(5)]))
+		}
+		x, opt := s.solve()
+		want := simplexOptimum(t, s.a, s.scale, s.cap, n)
+		if math.Abs(opt-want) > 1e-6*math.Max(1, want) {
+			t.Errorf("trial %d (m=%d n=%d): interior point t=%g, simplex %g", trial, m, n, opt, want)
+		}
+		for i := range m {
+			f := 0.0
+			for g := range n {
+				f += s.a[i][g] * x[i][g]
+			}
+			if f < want*(1-1e-6)-1e-9 {
+				t.Errorf("trial %d: job %d gets %g < optimum %g", trial, i, f, want)
+			}
+		}
+	}
+}
+
+// Identical jobs get identical allocations (the analytic centre of the optimal face), where
+// any split of the time among them would be optimal.
+func TestMaxMinLPIdenticalJobsShareEvenly(t *testing.T) {
+	s := maxMinLP{n: 3, cap: [NumGPUs]float64{2, 2, 2}}
+	for range 4 {
+		s.a = append(s.a, [NumGPUs]float64{1, 1, 1})
+		s.scale = append(s.scale, 1)
+	}
+	x, opt := s.solve()
+	if math.Abs(opt-1) > 1e-7 {
+		t.Fatalf("optimum %g, want 1", opt)
+	}
+	for i := range x {
+		for g := range 3 {
+			if math.Abs(x[i][g]-x[0][g]) > 1e-9 || math.Abs(x[i][g]-1.0/3) > 1e-6 {
+				t.Fatalf("job %d allocation %v, want 1/3 on each type like job 0's %v", i, x[i], x[0])
+			}
+		}
+	}
+}
