@@ -205,6 +205,13 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 		return err
 	}
 	if c != nil && !forced {
+		if why, err = missingOutside(ctx, s, r.st.output(c)); err != nil {
+			return err
+		} else if why != "" {
+			c = nil
+		}
+	}
+	if c != nil && !forced {
 		r.done(sr, c, StatusCached, start)
 		sr.BuiltIn = &c.Seconds
 		log.Info("stage cached", "key", key, "built_seconds", c.Seconds)
@@ -297,4 +304,23 @@ func (r *runner) runStatus(err error) string {
 		}
 	}
 	return RunIncomplete
+}
+
+// externalTimeout bounds the check of a stage's outside output (a registry read).
+const externalTimeout = 30 * time.Second
+
+// missingOutside is what of a cached output's outside copy is gone ("" when the stage does not
+// implement External or nothing is).
+func missingOutside(ctx context.Context, s Stage, out Output) (string, error) {
+	ext, ok := s.(External)
+	if !ok {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, externalTimeout)
+	defer cancel()
+	why, err := ext.Missing(ctx, out)
+	if err != nil {
+		return "", fmt.Errorf("stage %s: check its cached output: %w", s.Name(), err)
+	}
+	return why, nil
 }

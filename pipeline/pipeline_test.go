@@ -513,3 +513,78 @@ func TestSummaryTable(t *testing.T) {
 		}
 	}
 }
+
+// outsideStage publishes its text to a file outside its output directory (as publish does to
+// the registry) and records where.
+type outsideStage struct {
+	path string
+	runs *int
+}
+
+func (s outsideStage) Name() string     { return "outside" }
+func (s outsideStage) Inputs() []string { return []string{"text"} }
+func (s outsideStage) Config() any      { return s.path }
+func (s outsideStage) Run(_ context.Context, env Env) (Result, error) {
+	*s.runs++
+	data, err := os.ReadFile(filepath.Join(env.Inputs["text"].Dir, "text.txt"))
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(s.path, data, 0o644); err != nil {
+		return Result{}, err
+	}
+	return Result{}, os.WriteFile(filepath.Join(env.OutDir, "where"), []byte(s.path), 0o644)
+}
+
+func (s outsideStage) Missing(_ context.Context, out Output) (string, error) {
+	where, err := os.ReadFile(filepath.Join(out.Dir, "where"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(string(where)); err != nil {
+		return string(where) + " is gone", nil
+	}
+	return "", nil
+}
+
+// A cached stage whose outside output was deleted runs again; one whose output is there
+// stays cached, in a run and in the plan.
+func TestExternalOutputMustStillExist(t *testing.T) {
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "published")
+	var textRuns, outsideRuns int
+	p, err := New(textStage{textConfig{"a b"}, &textRuns}, outsideStage{outside, &outsideRuns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 1} {
+		if _, err := p.Run(context.Background(), opts(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if outsideRuns != want {
+			t.Fatalf("run %d: the outside stage ran %d times, want %d", i+1, outsideRuns, want)
+		}
+	}
+	if err := os.Remove(outside); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := plan[1]; e.State != PlanStale || !strings.Contains(e.Reason, "is gone") {
+		t.Errorf("plan after deleting the outside output: %+v", e)
+	}
+	rec, err := p.Run(context.Background(), opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outsideRuns != 2 || textRuns != 1 {
+		t.Errorf("after deleting the outside output: outside ran %d times, text %d; want 2 and 1 (%s)", outsideRuns, textRuns, statuses(rec))
+	}
+	if !strings.Contains(rec.Stages[1].Reason, "is gone") {
+		t.Errorf("reason %q does not say why", rec.Stages[1].Reason)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("not published again: %v", err)
+	}
+}

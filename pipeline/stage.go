@@ -33,6 +33,16 @@ type Resumable interface {
 	Resumable() bool
 }
 
+// External is implemented by stages whose work also lives outside their output directory
+// (publish: a registry version). A cached output counts as done only while Missing finds that
+// outside copy; when it is gone the stage runs again, so deleting the registry and rerunning
+// publishes again instead of trusting a stale cache of the outside world.
+type External interface {
+	// Missing says what the completed output out recorded is no longer there ("" when
+	// everything is). An error (the outside store unreachable) fails the run.
+	Missing(ctx context.Context, out Output) (string, error)
+}
+
 // Env is what a stage run is handed.
 type Env struct {
 	Inputs   map[string]Output // upstream outputs by stage name

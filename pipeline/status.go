@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 )
@@ -56,6 +57,13 @@ func (p *Pipeline) Plan(o Options) ([]PlanEntry, error) {
 			c, why, err := st.lookup(s.Name(), key)
 			if err != nil {
 				return nil, err
+			}
+			if c != nil {
+				if why, err = missingOutside(context.Background(), s, st.output(c)); err != nil {
+					return nil, err
+				} else if why != "" {
+					c = nil
+				}
 			}
 			switch {
 			case c != nil:
