@@ -53,8 +53,8 @@ func nodeBest(c *sim.Cluster, t sim.Task, i int) fgdEntry {
 // negScore ranks a fragment change by FGD's score, best first.
 func negScore(delta float64) float64 { return -sim.FGDScore(delta) }
 
-// Place returns the feasible choice with the best FGD score, ties between nodes broken
-// uniformly with rng.
+// Place returns the feasible choice with the best FGD score, ties between nodes going to the
+// node first in the cluster's tie order; rng is not used.
 func (p *FGD) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
 	if p.clusterID != c.ID() || p.shapes == nil {
 		p.clusterID, p.shapes, p.cache = c.ID(), map[fgdShape]int{}, nil
