@@ -143,7 +143,7 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 		inputs, missing := r.inputs(s)
-		if _, unavailable := s.(Unavailable); missing != "" && !unavailable {
+		if missing != "" {
 			sr.Status = StatusBlocked
 			sr.Note = "input " + missing + " did not complete"
 			continue
@@ -155,15 +155,9 @@ func (r *runner) all(ctx context.Context) error {
 				r.saveRecord()
 				return ctx.Err()
 			}
-			if errors.Is(err, ErrUnavailable) {
-				sr.Status = StatusUnavailable
-				sr.Note = err.Error()
-				r.o.Log.Warn("stage not available yet", "stage", s.Name(), "reason", err.Error())
-			} else {
-				sr.Status = StatusFailed
-				sr.Error = err.Error()
-				r.o.Log.Error("stage failed", "stage", s.Name(), "err", err)
-			}
+			sr.Status = StatusFailed
+			sr.Error = err.Error()
+			r.o.Log.Error("stage failed", "stage", s.Name(), "err", err)
 			problems = append(problems, err.Error())
 		}
 		r.saveRecord()
@@ -191,10 +185,6 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 	sr := &r.rec.Stages[i]
 	log := r.o.Log.With("stage", s.Name())
 	start := time.Now()
-	if _, ok := s.(Unavailable); ok {
-		_, err := s.Run(ctx, Env{})
-		return err
-	}
 	key, err := stageKey(s.Name(), s.Config(), inputs, r.o.CodeRevision)
 	if err != nil {
 		return err

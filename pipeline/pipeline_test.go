@@ -354,36 +354,6 @@ func TestForcedResumableStageStartsOver(t *testing.T) {
 	}
 }
 
-func TestUnavailableStageBlocksDownstream(t *testing.T) {
-	dir := t.TempDir()
-	w := newWorld()
-	p, err := New(
-		textStage{w.text, w.runs["text"]},
-		countStage{w.count, w.runs["count"], nil},
-		Unavailable{StageName: "train", StageInputs: []string{"count"}, Reason: "package train has not landed"},
-		reportStage{w.runs["report"]},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := p.Run(context.Background(), opts(dir))
-	if !errors.Is(err, ErrIncomplete) {
-		t.Fatalf("err = %v", err)
-	}
-	if got := statuses(rec); got != "text=done,count=done,train=unavailable,report=blocked" {
-		t.Errorf("statuses %s", got)
-	}
-	if rec.Status != RunIncomplete || !strings.Contains(rec.Stages[2].Note, "not available yet") {
-		t.Errorf("run %s, note %q", rec.Status, rec.Stages[2].Note)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "stages", "train")); !os.IsNotExist(err) {
-		t.Errorf("unavailable stage wrote something: %v", err)
-	}
-	if *w.runs["report"] != 0 {
-		t.Error("report ran without its input")
-	}
-}
-
 func TestTamperedOutputIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	w := newWorld()

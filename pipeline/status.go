@@ -8,11 +8,10 @@ import (
 
 // Plan states of a stage under the current configuration.
 const (
-	PlanCached      = "cached"      // its key has a complete output: a run skips it
-	PlanStale       = "will run"    // its key has no complete output
-	PlanPartial     = "will resume" // an interrupted run left a partial output it resumes from
-	PlanUnknown     = "will run"    // an input is not built yet, so its key is not known yet
-	PlanUnavailable = "unavailable"
+	PlanCached  = "cached"      // its key has a complete output: a run skips it
+	PlanStale   = "will run"    // its key has no complete output
+	PlanPartial = "will resume" // an interrupted run left a partial output it resumes from
+	PlanUnknown = "will run"    // an input is not built yet, so its key is not known yet
 )
 
 // PlanEntry says what a run with the current configuration would do with one stage.
@@ -34,11 +33,6 @@ func (p *Pipeline) Plan(o Options) ([]PlanEntry, error) {
 	var plan []PlanEntry
 	for _, s := range p.stages {
 		e := PlanEntry{Stage: s.Name()}
-		if u, ok := s.(Unavailable); ok {
-			e.State, e.Reason = PlanUnavailable, unavailableError{u.StageName, u.Reason}.Error()
-			plan = append(plan, e)
-			continue
-		}
 		var inputs []Output
 		for _, in := range s.Inputs() {
 			out, ok := outputs[in]
