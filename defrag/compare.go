@@ -2,28 +2,11 @@ package defrag
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
-
-// Methods lists the planner names NewPlanner knows: the defragmentation heuristics and the
-// random agent.
-func Methods() []string { return append(policy.Defragmenters(), "random") }
-
-// NewPlanner returns the named heuristic planner, or the random agent.
-func NewPlanner(name string) (Planner, error) {
-	if strings.EqualFold(name, "random") {
-		return RandomAgent(), nil
-	}
-	d, err := policy.NewDefragmenter(name)
-	if err != nil {
-		return nil, fmt.Errorf("unknown planning method %q (valid: %s)", name, strings.Join(Methods(), ", "))
-	}
-	return Heuristic{D: d}, nil
-}
 
 // NewProblem builds a problem from a snapshot file's state; opts.Budget <= 0 is filled in by
 // budget (a count >= 1 or a fraction of the running tasks).
@@ -46,19 +29,6 @@ type Row struct {
 	Before Outcome `json:"before"`
 	After  Outcome `json:"after"`
 	Wall   float64 `json:"wall_seconds"`
-}
-
-// NewPlanners resolves planning method names (see NewPlanner).
-func NewPlanners(names []string) ([]Planner, error) {
-	var out []Planner
-	for _, m := range names {
-		p, err := NewPlanner(m)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
 }
 
 // seedProblem makes the state of base at seed and the problem of planning it at budget (a

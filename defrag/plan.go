@@ -254,6 +254,8 @@ func (a Agent) Propose(pr Problem, _ int, rng *rand.Rand) ([]Migration, error) {
 	return ms, nil
 }
 
+func init() { registerPlanner("random", func() Planner { return RandomAgent() }) }
+
 // RandomAgent picks uniformly among the allowed candidates of each stage: a floor for
 // learned agents, and a generator of arbitrary valid plans for tests.
 func RandomAgent() Agent {

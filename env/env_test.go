@@ -2,47 +2,11 @@ package env
 
 import (
 	"math"
-	"path/filepath"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
-	"github.com/schedrl/schedrl/sim"
 )
-
-func traceDir() string {
-	return repotest.OpenbDir()
-}
-
-// openb builds the 1213-node openb cluster and a tune-ratio workload of the default trace.
-func openb(tb testing.TB, ratio float64, seed uint64) (*sim.Cluster, []sim.Task) {
-	tb.Helper()
-	nodes, err := sim.LoadNodes(filepath.Join(traceDir(), "openb_node_list_gpu_node.csv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	trace, err := sim.LoadTasks(filepath.Join(traceDir(), "openb_pod_list_default.csv"))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	model, err := sim.TypicalShapes(trace, 0.95)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c, err := sim.NewCluster(nodes, model)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := c.SetTieOrder(sim.SeededTieOrder(len(nodes), seed)); err != nil {
-		tb.Fatal(err)
-	}
-	_, _, capGPU := c.Capacity()
-	tasks, err := sim.TuneWorkload(trace, capGPU, ratio, sim.RNG(seed, sim.StreamWorkload))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return c, tasks
-}
 
 // greedy picks the feasible node with the lowest frag_delta feature (FGD's rule).
 func greedy(obs *Observation) int {
@@ -57,7 +21,7 @@ func greedy(obs *Observation) int {
 }
 
 func TestPlacementObservationMatchesSimulator(t *testing.T) {
-	c, tasks := openb(t, 1.3, 42)
+	c, tasks := simtest.OpenbCluster(t, "default", 1.3, 42)
 	a := NewArrivals(c, tasks, DefaultOptions())
 	spec := a.Spec()
 	var obs Observation
@@ -156,7 +120,7 @@ func checkRange(t *testing.T, step int, names []string, values []float32) {
 func float32ish(x float64) float64 { return float64(float32(x)) }
 
 func TestPlacementRejectsBadActions(t *testing.T) {
-	c, tasks := openb(t, 0.3, 43)
+	c, tasks := simtest.OpenbCluster(t, "default", 0.3, 43)
 	a := NewArrivals(c, tasks, DefaultOptions())
 	var obs Observation
 	a.Observe(&obs)
@@ -184,7 +148,7 @@ func TestPlacementRejectsBadActions(t *testing.T) {
 }
 
 func TestPlacementReward(t *testing.T) {
-	c, tasks := openb(t, 0.3, 44)
+	c, tasks := simtest.OpenbCluster(t, "default", 0.3, 44)
 	opts := Options{RewardPlaced: 2, RewardFragment: 0.5}
 	p := NewPlacement(c, opts)
 	for _, task := range tasks[:200] {
@@ -208,7 +172,7 @@ func TestPlacementReward(t *testing.T) {
 // BenchmarkArrivalsStep times one PPO-style step on the 1213-node cluster: encode the
 // observation, pick the greedy node, place, present the next task.
 func BenchmarkArrivalsStep(b *testing.B) {
-	c0, tasks := openb(b, 1.3, 42)
+	c0, tasks := simtest.OpenbCluster(b, "default", 1.3, 42)
 	var obs Observation
 	c := c0.Clone()
 	a := NewArrivals(c, tasks, DefaultOptions())
@@ -229,7 +193,7 @@ func BenchmarkArrivalsStep(b *testing.B) {
 // With the fgd-best action set the mask holds exactly the feasible nodes with FGD's best
 // integer score, so FGD's own choice is always among them.
 func TestFGDBestCandidates(t *testing.T) {
-	c, tasks := openb(t, 1.3, 42)
+	c, tasks := simtest.OpenbCluster(t, "default", 1.3, 42)
 	opts := DefaultOptions()
 	opts.Candidates = CandidatesFGDBest
 	a := NewArrivals(c, tasks, opts)

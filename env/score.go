@@ -1,10 +1,6 @@
 package env
 
-import (
-	"math"
-
-	"github.com/schedrl/schedrl/sim"
-)
+import "github.com/schedrl/schedrl/sim"
 
 // ScoreCache remembers, per node content and task shape, the least-fragmenting GPU choice and
 // the fragment change it causes. The key is what the fragmentation measure reads (GPU count and
@@ -67,11 +63,10 @@ func (k *ScoreCache) class(n sim.Node) int32 {
 	return id
 }
 
-// score finds node i's least-fragmenting GPU choice for task t (lowest GPU index on ties, as
-// FGD inside a node).
+// score finds node i's least-fragmenting GPU choice for task t, ranked by the fragment change
+// itself (sim.LeastFragmentingGPUs).
 func (k *ScoreCache) score(c *sim.Cluster, class []int32, shape int32, t sim.Task, i int) (scored, bool) {
-	set, ok := c.TightestGPUs(t, i)
-	if !ok {
+	if _, ok := c.TightestGPUs(t, i); !ok {
 		return scored{}, false
 	}
 	free := c.Free(i)
@@ -79,30 +74,8 @@ func (k *ScoreCache) score(c *sim.Cluster, class []int32, shape int32, t sim.Tas
 	if s, hit := k.m[key]; hit {
 		return s, true
 	}
-	best := scored{gpus: set, delta: math.Inf(1)}
-	if !t.Sharing() {
-		best.delta = c.FragDelta(t, sim.Choice{Node: i, GPUs: set})
-	}
-	var tried [sim.MaxGPUsPerNode]int64
-	nTried := 0
-gpus:
-	for g := 0; t.Sharing() && g < free.GPUs; g++ {
-		if free.GPU[g] < t.GPUMilli {
-			continue
-		}
-		// GPUs with the same free milli give the same fragment; the first one stands for all.
-		for _, v := range tried[:nTried] {
-			if v == free.GPU[g] {
-				continue gpus
-			}
-		}
-		tried[nTried] = free.GPU[g]
-		nTried++
-		gs := sim.NewGPUSet(g)
-		if d := c.FragDelta(t, sim.Choice{Node: i, GPUs: gs}); d < best.delta {
-			best = scored{gpus: gs, delta: d}
-		}
-	}
+	gpus, delta, _ := c.LeastFragmentingGPUs(t, i, sim.Delta)
+	best := scored{gpus: gpus, delta: delta}
 	if len(k.m) >= scoreCacheLimit {
 		clear(k.m)
 	}

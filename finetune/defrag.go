@@ -61,6 +61,19 @@ func (e *defragEpisodes) spec() env.Spec { s, _ := env.SpecOf(env.DefragName); r
 
 func (e *defragEpisodes) draw(rng *rand.Rand) Draw { return e.base.draw(rng) }
 
+// ranked is false: a plan's outcome has several measures and no single mean to rank by.
+func (e *defragEpisodes) ranked() bool { return false }
+
+// summary reports the held-out plans' means at the start and the end.
+func (e *defragEpisodes) summary(res *Result) map[string]float64 {
+	res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
+	metrics := map[string]float64{"env_steps": float64(res.EnvSteps)}
+	for k, v := range res.FinalDefrag.fields() {
+		metrics["final_"+k] = v
+	}
+	return metrics
+}
+
 // state is the starting state d names, built on first use.
 func (e *defragEpisodes) state(d Draw) (*startState, error) {
 	if d.Trace < 0 || d.Trace >= len(e.base.traces) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/sim"
 )
@@ -42,6 +43,12 @@ type episodeSource interface {
 	start(d Draw) (episode, error)
 	// evaluate runs the policy greedily on the held-out episodes.
 	evaluate(pol policy, workers int) (heldOut, error)
+	// ranked reports whether an evaluation's Mean ranks networks, so that the run keeps the
+	// best one in BestDir (placement: the mean GPU allocation).
+	ranked() bool
+	// summary fills the environment's part of res from res.Start and res.Final and returns
+	// the metrics the fine-tuned checkpoint records.
+	summary(res *Result) map[string]float64
 }
 
 // episode is an environment copy as a rollout steps it.
@@ -93,6 +100,16 @@ func (e *episodes) start(d Draw) (episode, error) {
 
 func (e *episodes) evaluate(pol policy, workers int) (heldOut, error) {
 	return evaluate(pol, e, e.evalSeeds, e.evalSize, workers)
+}
+
+func (e *episodes) ranked() bool { return true }
+
+// summary pairs the last evaluation with the start's seed by seed: whether PPO changed the
+// greedy policy by more than the seeds' noise.
+func (e *episodes) summary(res *Result) map[string]float64 {
+	res.FinalVsStart = eval.PairSeeds("start", res.Final.AllocPct, res.Start.AllocPct)
+	return map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
+		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
 }
 
 func newEpisodes(cfg config.FinetuneConfig) (*episodes, error) {

@@ -137,8 +137,8 @@ func (m *models) checkpoint(out string, opt *nn.Adam, st runState) error {
 			return fmt.Errorf("save %s: %w", optimFile, err)
 		}
 		if m.avg != nil {
-			if err := m.avg.net.VS.Save(filepath.Join(dir, avgFile)); err != nil {
-				return fmt.Errorf("save %s: %w", avgFile, err)
+			if err := nn.SaveWeights(m.avg.net, filepath.Join(dir, avgFile)); err != nil {
+				return err
 			}
 		}
 		_, err := nn.SaveCheckpoint(dir, m.pol.net, m.lineage(st, nil))

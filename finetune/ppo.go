@@ -115,6 +115,8 @@ func (l *learner) update(r *rollout, lr, kl float64, rng *rand.Rand) (updateStat
 			epochKL += st.ApproxKL
 			total.add(st)
 		}
+		// Early stop on target_kl after a whole epoch, as CleanRL does, but on the mean
+		// approx_kl of the epoch's mini-batches where CleanRL takes its last mini-batch's.
 		if cfg.TargetKL > 0 && epochKL/float64(cfg.Minibatches) > cfg.TargetKL {
 			break
 		}
@@ -124,102 +126,153 @@ func (l *learner) update(r *rollout, lr, kl float64, rng *rand.Rand) (updateStat
 	return out, nil
 }
 
-// minibatch takes one gradient step on the samples idx.
+// minibatch takes one gradient step on the samples idx: the update of CleanRL's ppo.py,
+// one named step per loss term, plus the KL penalty towards the pretrained policy,
+//
+//	loss = L_clip - ent_coef H + vf_coef L_V + kl KL(π_ref ‖ π).
 func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]float32, lr, kl float64) (updateStats, error) {
 	cfg := l.cfg
-	dev := l.pol.dev
-	samples := make([]*sample, len(idx))
-	actions := make([]int64, len(idx))
-	oldLogp := make([]float32, len(idx))
-	oldV := make([]float32, len(idx))
-	a := make([]float32, len(idx))
-	rt := make([]float32, len(idx))
-	for k, i := range idx {
-		s := &r.samples[i]
-		samples[k], actions[k], oldLogp[k], oldV[k], a[k], rt[k] = s, int64(s.action), s.logp, s.value, adv[i], ret[i]
-	}
-	if cfg.NormAdv && len(a) > 1 {
-		m, v := meanVar(a)
-		sd := math.Sqrt(v * float64(len(a)) / float64(len(a)-1))
-		for k := range a {
-			a[k] = float32((float64(a[k]) - m) / (sd + 1e-8))
-		}
-	}
-	b := newBatch(samples, dev)
+	mb := pick(r, idx, adv, ret, l.pol.net.Arch.ValueScale, cfg.NormAdv)
+	b := newBatch(mb.samples, l.pol.dev)
 	defer b.drop()
-	var keep []*ts.Tensor // every intermediate, dropped after the step
-	hold := func(t *ts.Tensor) *ts.Tensor { keep = append(keep, t); return t }
-	defer func() {
-		for _, t := range keep {
-			t.MustDrop()
-		}
-	}()
-	vec := func(x []float32) *ts.Tensor { return hold(nn.HostTensor(x, []int64{int64(len(x))}, dev)) }
-	act := hold(nn.HostTensor(actions, []int64{int64(len(idx)), 1}, dev))
+	s := nn.NewScope(l.pol.dev)
+	defer s.Drop()
 
-	out := l.pol.net.Forward(b.in)
-	// The value loss is taken in the head's own units (returns / ValueScale): in return units
-	// its gradient would swamp the policy's in the shared encoder and under clipping.
-	vs := l.pol.net.Arch.ValueScale
-	newV := hold(hold(out.Value).MustDivScalar(ts.FloatScalar(vs), false))
-	logp := hold(b.logProbs(hold(out.Logits), l.pol.temperature))
-	maskF := hold(b.in.Mask.MustTotype(gotch.Float, false))
-	newLogp := hold(hold(logp.MustGather(1, act, false, false)).MustView([]int64{int64(len(idx))}, false))
-	logRatio := hold(newLogp.MustSub(vec(oldLogp), false))
-	ratio := hold(logRatio.MustExp(false))
+	d := l.pol.evaluate(s, b)
+	logRatio := s.Own(d.logProb(s, mb.actions).MustSub(s.Floats(mb.oldLogp), false))
+	ratio := s.Own(logRatio.MustExp(false))
+	mask := s.Own(b.in.Mask.MustTotype(gotch.Float, false))
 
-	advT := vec(a)
-	pg1 := hold(hold(ratio.MustMul(advT, false)).MustNeg(false))
-	pg2 := hold(hold(hold(ratio.MustClamp(ts.FloatScalar(1-cfg.ClipCoef), ts.FloatScalar(1+cfg.ClipCoef), false)).MustMul(advT, false)).MustNeg(false))
-	pgLoss := hold(hold(pg1.MustMaximum(pg2, false)).MustMean(gotch.Float, false))
-
-	for k := range rt {
-		rt[k], oldV[k] = rt[k]/float32(vs), oldV[k]/float32(vs)
-	}
-	retT, oldVT := vec(rt), vec(oldV)
-	vErr := hold(hold(newV.MustSub(retT, false)).MustSquare(false))
-	if cfg.ClipVLoss {
-		delta := hold(hold(newV.MustSub(oldVT, false)).MustClamp(ts.FloatScalar(-cfg.ClipCoef), ts.FloatScalar(cfg.ClipCoef), false))
-		clipped := hold(hold(oldVT.MustAdd(delta, false)).MustSub(retT, false))
-		vErr = hold(vErr.MustMaximum(hold(clipped.MustSquare(false)), false))
-	}
-	vLoss := hold(hold(vErr.MustMean(gotch.Float, false)).MustMulScalar(ts.FloatScalar(0.5), false))
-
-	probs := hold(logp.MustExp(false))
-	plogp := hold(hold(probs.MustMul(logp, false)).MustMul(maskF, false))
-	entropy := hold(hold(hold(plogp.MustSumDimIntlist([]int64{1}, false, gotch.Float, false)).MustMean(gotch.Float, false)).MustNeg(false))
-
-	loss := hold(pgLoss.MustSub(hold(entropy.MustMulScalar(ts.FloatScalar(cfg.EntCoef), false)), false))
-	loss = hold(loss.MustAdd(hold(vLoss.MustMulScalar(ts.FloatScalar(cfg.VFCoef), false)), false))
+	pgLoss := clippedSurrogate(s, ratio, s.Floats(mb.adv), cfg.ClipCoef)
+	vLoss := valueLoss(s, s.Own(d.value.MustDivScalar(ts.FloatScalar(l.pol.net.Arch.ValueScale), false)),
+		s.Floats(mb.ret), s.Floats(mb.oldValue), cfg.ClipCoef, cfg.ClipVLoss)
+	entropy := d.entropy(s, mask)
+	loss := s.Own(pgLoss.MustSub(s.Own(entropy.MustMulScalar(ts.FloatScalar(cfg.EntCoef), false)), false))
+	loss = s.Own(loss.MustAdd(s.Own(vLoss.MustMulScalar(ts.FloatScalar(cfg.VFCoef), false)), false))
 	var klRef float64
 	if ref != nil {
-		refRows := make([][]float32, len(idx))
-		for k, i := range idx {
-			refRows[k] = ref[i]
-		}
-		refLogp := hold(paddedRows(refRows, b.width, dev))
-		diff := hold(refLogp.MustSub(logp, false))
-		terms := hold(hold(hold(refLogp.MustExp(false)).MustMul(diff, false)).MustMul(maskF, false))
-		klT := hold(hold(terms.MustSumDimIntlist([]int64{1}, false, gotch.Float, false)).MustMean(gotch.Float, false))
-		loss = hold(loss.MustAdd(hold(klT.MustMulScalar(ts.FloatScalar(kl), false)), false))
+		klT := klToReference(s, s.Own(paddedRows(rowsOf(ref, idx), b.width, l.pol.dev)), d.logp, mask)
+		loss = s.Own(loss.MustAdd(s.Own(klT.MustMulScalar(ts.FloatScalar(kl), false)), false))
 		klRef = scalar(klT)
 	}
+	approxKL, clipFrac := ratioDiagnostics(s, ratio, logRatio, cfg.ClipCoef)
 
 	l.opt.ZeroGrad()
 	loss.MustBackward()
 	norm := l.opt.ClipGradNorm(cfg.MaxGradNorm)
 	l.opt.Step(lr)
-
-	var approxKL, clipFrac float64
-	ts.NoGrad(func() {
-		// (ratio - 1) - log ratio: the low-variance KL estimator CleanRL logs.
-		k := hold(hold(hold(ratio.MustSubScalar(ts.FloatScalar(1), false)).MustSub(logRatio, false)).MustMean(gotch.Float, false))
-		approxKL = scalar(k)
-		off := hold(hold(hold(ratio.MustSubScalar(ts.FloatScalar(1), false)).MustAbs(false)).MustGt(ts.FloatScalar(cfg.ClipCoef), false))
-		clipFrac = scalar(hold(hold(off.MustTotype(gotch.Float, false)).MustMean(gotch.Float, false)))
-	})
 	return updateStats{PolicyLoss: scalar(pgLoss), ValueLoss: scalar(vLoss), Entropy: scalar(entropy),
 		KLRef: klRef, ApproxKL: approxKL, ClipFrac: clipFrac, GradNorm: norm}, nil
+}
+
+// clippedSurrogate is PPO's policy loss (CleanRL's pg_loss), with r = π(a|s) / π_old(a|s):
+//
+//	L_clip = mean(max(-A r, -A clip(r, 1-ε, 1+ε))).
+func clippedSurrogate(s *nn.Scope, ratio, adv *ts.Tensor, clip float64) *ts.Tensor {
+	unclipped := s.Own(ratio.MustMul(adv, false).MustNeg(true))
+	clipped := s.Own(ratio.MustClamp(ts.FloatScalar(1-clip), ts.FloatScalar(1+clip), false).MustMul(adv, true).MustNeg(true))
+	return s.Own(unclipped.MustMaximum(clipped, false).MustMean(gotch.Float, true))
+}
+
+// valueLoss is the critic's loss (CleanRL's v_loss) on values and returns in the value head's
+// own units (returns / value_scale: in return units its gradient would swamp the policy's in
+// the shared encoder, and under clipping):
+//
+//	L_V = ½ mean((V - R)²), or with clip_vloss
+//	L_V = ½ mean(max((V - R)², (V_old + clip(V - V_old, -ε, ε) - R)²)).
+func valueLoss(s *nn.Scope, value, ret, oldValue *ts.Tensor, clip float64, clipLoss bool) *ts.Tensor {
+	sq := s.Own(value.MustSub(ret, false).MustSquare(true))
+	if clipLoss {
+		delta := s.Own(value.MustSub(oldValue, false).MustClamp(ts.FloatScalar(-clip), ts.FloatScalar(clip), true))
+		clippedSq := s.Own(oldValue.MustAdd(delta, false).MustSub(ret, true).MustSquare(true))
+		sq = s.Own(sq.MustMaximum(clippedSq, false))
+	}
+	return s.Own(sq.MustMean(gotch.Float, false).MustMulScalar(ts.FloatScalar(0.5), true))
+}
+
+// klToReference is the penalty that keeps the policy near the pretrained one (not in
+// CleanRL), over each sample's feasible rows i, averaged over the mini-batch:
+//
+//	KL(π_ref ‖ π) = mean(Σ_i π_ref(i) (log π_ref(i) - log π(i))).
+func klToReference(s *nn.Scope, refLogp, logp, mask *ts.Tensor) *ts.Tensor {
+	diff := s.Own(refLogp.MustSub(logp, false))
+	return s.Own(refLogp.MustExp(false).MustMul(diff, true).MustMul(mask, true).
+		MustSumDimIntlist([]int64{1}, false, gotch.Float, true).MustMean(gotch.Float, true))
+}
+
+// ratioDiagnostics are what CleanRL logs of the ratio: approx_kl, the low-variance
+// estimator mean((r - 1) - log r), and clip_frac, the share of samples with |r - 1| > ε.
+func ratioDiagnostics(s *nn.Scope, ratio, logRatio *ts.Tensor, clip float64) (approxKL, clipFrac float64) {
+	ts.NoGrad(func() {
+		approxKL = scalar(s.Own(ratio.MustSubScalar(ts.FloatScalar(1), false).MustSub(logRatio, true).MustMean(gotch.Float, true)))
+		clipFrac = scalar(s.Own(ratio.MustSubScalar(ts.FloatScalar(1), false).MustAbs(true).MustGt(ts.FloatScalar(clip), true).
+			MustTotype(gotch.Float, true).MustMean(gotch.Float, true)))
+	})
+	return approxKL, clipFrac
+}
+
+// picked is a mini-batch as the loss reads it: each sample's action and rollout
+// log-probability, its advantage (normalised per mini-batch with norm_adv), and its return and
+// rollout value in the value head's units.
+type picked struct {
+	samples                     []*sample
+	actions                     []int64
+	oldLogp, adv, ret, oldValue []float32
+}
+
+func pick(r *rollout, idx []int, adv, ret []float32, valueScale float64, normAdv bool) picked {
+	p := picked{samples: make([]*sample, len(idx)), actions: make([]int64, len(idx)), oldLogp: make([]float32, len(idx)),
+		adv: make([]float32, len(idx)), ret: make([]float32, len(idx)), oldValue: make([]float32, len(idx))}
+	for k, i := range idx {
+		s := &r.samples[i]
+		p.samples[k], p.actions[k], p.oldLogp[k], p.adv[k] = s, int64(s.action), s.logp, adv[i]
+		p.ret[k], p.oldValue[k] = ret[i]/float32(valueScale), s.value/float32(valueScale)
+	}
+	if normAdv && len(p.adv) > 1 {
+		m, v := meanVar(p.adv)
+		sd := math.Sqrt(v * float64(len(p.adv)) / float64(len(p.adv)-1))
+		for k := range p.adv {
+			p.adv[k] = float32((float64(p.adv[k]) - m) / (sd + 1e-8))
+		}
+	}
+	return p
+}
+
+// rowsOf is the rows of ref at idx.
+func rowsOf(ref [][]float32, idx []int) [][]float32 {
+	rows := make([][]float32, len(idx))
+	for k, i := range idx {
+		rows[k] = ref[i]
+	}
+	return rows
+}
+
+// dist is the policy at a batch of observations: every row's masked, tempered
+// log-probability (rollouts sample from it; the update's ratio, entropy and KL read it) and the
+// critic's value in return units.
+type dist struct {
+	logits, logp *ts.Tensor // [B, width]
+	value        *ts.Tensor // [B]
+}
+
+// evaluate is the one forward pass of rollouts, held-out evaluations and updates alike
+// (CleanRL's get_action_and_value less the sampling, which the rollout does on the host with
+// the run's PCG); every tensor belongs to s.
+func (p policy) evaluate(s *nn.Scope, b *batch) dist {
+	out := s.Forward(p.net, b.in)
+	return dist{logits: out.Logits, logp: s.Own(b.logProbs(out.Logits, p.temperature)), value: out.Value}
+}
+
+// logProb is log π(a|s) of each sample's action (a row).
+func (d dist) logProb(s *nn.Scope, actions []int64) *ts.Tensor {
+	act := s.Longs(actions, int64(len(actions)), 1)
+	return s.Own(d.logp.MustGather(1, act, false, false).MustView([]int64{int64(len(actions))}, true))
+}
+
+// entropy is the batch's mean entropy over feasible rows, H = -mean(Σ_i π(i) log π(i)).
+func (d dist) entropy(s *nn.Scope, mask *ts.Tensor) *ts.Tensor {
+	return s.Own(d.logp.MustExp(false).MustMul(d.logp, true).MustMul(mask, true).
+		MustSumDimIntlist([]int64{1}, false, gotch.Float, true).MustMean(gotch.Float, true).MustNeg(true))
 }
 
 // paddedRows stacks rows of up to width values into [B,width], zero-padded; the caller's

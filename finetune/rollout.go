@@ -268,12 +268,11 @@ func evalPolicy(pol policy, samples []*sample) scores {
 	defer b.drop()
 	var sc scores
 	nn.NoGrad(func() {
-		out := pol.net.Forward(b.in)
-		lp := b.logProbs(out.Logits, pol.temperature)
-		sc = scores{logits: nn.HostFloats(out.Logits, nil), logp: nn.HostFloats(lp, nil),
-			value: nn.HostFloats(out.Value, nil), width: b.width}
-		lp.MustDrop()
-		out.Drop()
+		s := nn.NewScope(pol.dev)
+		defer s.Drop()
+		d := pol.evaluate(s, b)
+		sc = scores{logits: nn.HostFloats(d.logits, nil), logp: nn.HostFloats(d.logp, nil),
+			value: nn.HostFloats(d.value, nil), width: b.width}
 	})
 	return sc
 }

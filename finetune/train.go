@@ -60,196 +60,269 @@ type Result struct {
 }
 
 // Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
-// cfg.Finetune.Out, resuming from the newest checkpoint there when one exists.
+// cfg.Finetune.Out, resuming from the newest checkpoint there when one exists. Each update is
+// the steps of docs/finetune.md's "one update": schedule, rollout, update, then
+// evaluate-and-keep-best and checkpoint; result sums the run up.
 func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	// Grad mode is per OS thread in libtorch; keep every tensor call on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	fc := cfg.Finetune
-	dev, err := nn.Device(cfg.Device)
+	t, err := newTrainer(cfg, o)
 	if err != nil {
-		return Result{}, err
+		return Result{Dir: cfg.Finetune.Out}, err
 	}
-	eps, err := newSource(cfg)
-	if err != nil {
-		return Result{}, err
+	defer t.rec.close()
+	if err := t.begin(); err != nil {
+		return t.res, err
 	}
-	m, err := newModels(cfg, eps.spec(), dev)
-	if err != nil {
-		return Result{}, err
-	}
-	workers := fc.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	opt := nn.NewAdam(m.pol.net.Params(), nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
-	l := &learner{cfg: fc, pol: m.pol, opt: opt, ref: m.ref}
-	pl := &pool{eps: eps, slots: make([]*slot, fc.NumEnvs), workers: workers}
-	for i := range pl.slots {
-		pl.slots[i] = &slot{}
-	}
-
-	perUpdate := fc.NumEnvs * fc.RolloutSteps
-	updates := fc.TotalSteps / perUpdate
-	res := Result{Dir: fc.Out}
-	rec, st, pcg, err := resume(fc.Out, m, opt, pl)
-	if err != nil {
-		return res, err
-	}
-	res.Resumed = st.Update > 0
-	if pcg == nil {
-		pcg = rand.NewPCG(uint64(cfg.Seed), 0x66696e6574756e65) // "finetune"
-	}
-	rng := rand.New(pcg)
-	if st.Update == 0 {
-		if err := pl.startFresh(allSlots(fc.NumEnvs), rng); err != nil {
-			return res, err
-		}
-		if fc.Stagger {
-			t0 := time.Now()
-			if err := pl.stagger(m.pol, rng); err != nil {
-				return res, err
-			}
-			var n int
-			for _, s := range pl.slots {
-				n += len(s.actions)
-			}
-			log.Info("finetune staggered the environment copies", "decisions", n, "seconds", time.Since(t0).Seconds())
-		}
-	}
-	defer rec.close()
-	if len(st.Evals) == 0 {
-		h, err := eps.evaluate(m.deployed(), workers)
-		if err != nil {
-			return res, err
-		}
-		st.Evals = append(st.Evals, evalPoint{Update: 0, Held: h})
-		if h.Defrag == nil { // best/ exists from the start: the start itself when nothing beats it
-			if err := m.best(fc.Out, st, h); err != nil {
-				return res, err
-			}
-		}
-		log.Info("finetune held-out start", append(h.logArgs(), "seeds", fc.EvalSeeds)...)
-	}
-	res.Start = st.Evals[0].Held
-
-	var bar *progressbar.ProgressBar
-	if o.Bar != nil {
-		bar = progressbar.NewOptions64(int64(updates*perUpdate), progressbar.OptionSetWriter(o.Bar),
-			progressbar.OptionSetDescription("finetune"), progressbar.OptionShowCount(),
-			progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"))
-		_ = bar.Set64(st.EnvSteps)
-	}
-	r := newRollout(fc.RolloutSteps, fc.NumEnvs)
-	var trainSec, procSec float64 // since the last checkpoint; in this process
-	var procSteps int64
-	done := 0
-	for st.Update < updates {
+	bar := t.progressBar(o.Bar)
+	for done := 0; t.st.Update < t.updates; done++ {
 		if err := ctx.Err(); err != nil {
-			return res, err
+			return t.res, err
 		}
 		if o.StopAfter > 0 && done == o.StopAfter {
 			break
 		}
-		u := st.Update
-		// libtorch's generator restarts from a known point every update, so a resumed run
-		// draws what an uninterrupted one would (PPO itself samples with the Go PCG).
-		nn.Seed(cfg.Seed*1_000_003 + int64(u))
-		frac := float64(u) / float64(updates)
-		lr := fc.LR
-		if fc.AnnealLR {
-			lr *= 1 - frac
+		if err := t.step(); err != nil {
+			return t.res, err
 		}
-		kl := fc.KLCoef
-		if fc.KLDecay > 0 {
-			kl *= math.Max(0, 1-frac/fc.KLDecay)
-		}
-		if m.ref == nil {
-			kl = 0
-		}
-		t0 := time.Now()
-		if err := pl.collect(m.pol, r, rng); err != nil {
-			return res, err
-		}
-		rolloutSec := time.Since(t0).Seconds()
-		stats, err := l.update(r, lr, kl, rng)
-		if err != nil {
-			return res, err
-		}
-		m.average()
-		sec := time.Since(t0).Seconds()
-		trainSec += sec
-		procSec += sec
-		procSteps += int64(perUpdate)
-		st.Update++
-		st.EnvSteps += int64(perUpdate)
-		line := record{Update: st.Update, EnvSteps: st.EnvSteps, LR: lr, KLCoef: kl,
-			Episodes: len(r.ended), KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
-			Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
-			Epochs: stats.Epochs, StepsPerSec: float64(perUpdate) / sec, RolloutStepsPerSec: float64(perUpdate) / rolloutSec}
-		line.setEpisodes(r.ended)
-		line.ExplainedVar = finite(stats.ExplainedVar)
-		last := st.Update == updates
-		if last || (fc.EvalEvery > 0 && st.Update%fc.EvalEvery == 0) {
-			h, err := eps.evaluate(m.deployed(), workers)
-			if err != nil {
-				return res, err
-			}
-			st.Evals = append(st.Evals, evalPoint{Update: st.Update, EnvSteps: st.EnvSteps, Held: h})
-			line.setHeldOut(h)
-			if h.Defrag == nil && bestSoFar(st.Evals) {
-				if err := m.best(fc.Out, st, h); err != nil {
-					return res, err
-				}
-			}
-		}
-		if err := rec.write(line); err != nil {
-			return res, err
-		}
-		log.Info("finetune update", line.logArgs()...)
 		if bar != nil {
-			_ = bar.Set64(st.EnvSteps)
-		}
-		done++
-		if last || st.Update%fc.CheckpointEvery == 0 {
-			st.Seconds += trainSec
-			trainSec = 0
-			if err := m.checkpoint(fc.Out, opt, snapshot(st, pcg, pl)); err != nil {
-				return res, err
-			}
+			_ = bar.Set64(t.st.EnvSteps)
 		}
 	}
+	return t.result()
+}
+
+// trainer is one run in progress: the episode source, the networks and their optimiser, the
+// environment copies, and the state a checkpoint saves.
+type trainer struct {
+	cfg     config.Config
+	log     *slog.Logger
+	eps     episodeSource
+	m       *models
+	opt     *nn.Adam
+	learner *learner
+	pool    *pool
+	workers int
+
+	perUpdate, updates int // env steps per update; updates in the budget
+	rec                *recorder
+	st                 runState
+	pcg                *rand.PCG
+	rng                *rand.Rand // PPO's sampling, shuffling and episode draws
+	r                  *rollout
+	res                Result
+
+	trainSec, procSec float64 // rollout and update time since the last checkpoint; in this process
+	procSteps         int64
+}
+
+// newTrainer builds the run's parts and resumes from out's newest checkpoint, if any.
+func newTrainer(cfg config.Config, o Options) (*trainer, error) {
+	fc := cfg.Finetune
+	t := &trainer{cfg: cfg, log: o.Log, workers: fc.Workers, perUpdate: fc.NumEnvs * fc.RolloutSteps, res: Result{Dir: fc.Out}}
+	if t.log == nil {
+		t.log = slog.Default()
+	}
+	if t.workers <= 0 {
+		t.workers = runtime.GOMAXPROCS(0)
+	}
+	t.updates = fc.TotalSteps / t.perUpdate
+	dev, err := nn.Device(cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	if t.eps, err = newSource(cfg); err != nil {
+		return nil, err
+	}
+	if t.m, err = newModels(cfg, t.eps.spec(), dev); err != nil {
+		return nil, err
+	}
+	t.opt = nn.NewAdam(t.m.pol.net.Params(), nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
+	t.learner = &learner{cfg: fc, pol: t.m.pol, opt: t.opt, ref: t.m.ref}
+	t.pool = &pool{eps: t.eps, slots: make([]*slot, fc.NumEnvs), workers: t.workers}
+	for i := range t.pool.slots {
+		t.pool.slots[i] = &slot{}
+	}
+	if t.rec, t.st, t.pcg, err = resume(fc.Out, t.m, t.opt, t.pool); err != nil {
+		return nil, err
+	}
+	t.res.Resumed = t.st.Update > 0
+	if t.pcg == nil {
+		t.pcg = rand.NewPCG(uint64(cfg.Seed), 0x66696e6574756e65) // "finetune"
+	}
+	t.rng = rand.New(t.pcg)
+	t.r = newRollout(fc.RolloutSteps, fc.NumEnvs)
+	return t, nil
+}
+
+// begin starts a fresh run's episodes (staggered when configured) and evaluates the start
+// network once per run.
+func (t *trainer) begin() error {
+	fc := t.cfg.Finetune
+	if t.st.Update == 0 {
+		if err := t.pool.startFresh(allSlots(fc.NumEnvs), t.rng); err != nil {
+			return err
+		}
+		if fc.Stagger {
+			t0 := time.Now()
+			if err := t.pool.stagger(t.m.pol, t.rng); err != nil {
+				return err
+			}
+			var n int
+			for _, s := range t.pool.slots {
+				n += len(s.actions)
+			}
+			t.log.Info("finetune staggered the environment copies", "decisions", n, "seconds", time.Since(t0).Seconds())
+		}
+	}
+	if len(t.st.Evals) == 0 {
+		h, err := t.evaluateAndKeepBest()
+		if err != nil {
+			return err
+		}
+		t.log.Info("finetune held-out start", append(h.logArgs(), "seeds", fc.EvalSeeds)...)
+	}
+	t.res.Start = t.st.Evals[0].Held
+	return nil
+}
+
+func (t *trainer) progressBar(w io.Writer) *progressbar.ProgressBar {
+	if w == nil {
+		return nil
+	}
+	bar := progressbar.NewOptions64(int64(t.updates*t.perUpdate), progressbar.OptionSetWriter(w),
+		progressbar.OptionSetDescription("finetune"), progressbar.OptionShowCount(),
+		progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"))
+	_ = bar.Set64(t.st.EnvSteps)
+	return bar
+}
+
+// step is one update: schedule, rollout, update, evaluate-and-keep-best (on evaluation
+// updates), the run record's line, checkpoint.
+func (t *trainer) step() error {
+	// libtorch's generator restarts from a known point every update, so a resumed run
+	// draws what an uninterrupted one would (PPO itself samples with the Go PCG).
+	nn.Seed(t.cfg.Seed*1_000_003 + int64(t.st.Update))
+	lr, kl := t.schedule()
+	t0 := time.Now()
+	if err := t.rollout(); err != nil {
+		return err
+	}
+	rolloutSec := time.Since(t0).Seconds()
+	stats, err := t.update(lr, kl)
+	if err != nil {
+		return err
+	}
+	sec := time.Since(t0).Seconds()
+	t.trainSec += sec
+	t.procSec += sec
+	t.procSteps += int64(t.perUpdate)
+	t.st.Update++
+	t.st.EnvSteps += int64(t.perUpdate)
+	line := record{Update: t.st.Update, EnvSteps: t.st.EnvSteps, LR: lr, KLCoef: kl,
+		Episodes: len(t.r.ended), KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
+		Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
+		Epochs: stats.Epochs, StepsPerSec: float64(t.perUpdate) / sec, RolloutStepsPerSec: float64(t.perUpdate) / rolloutSec}
+	line.setEpisodes(t.r.ended)
+	line.ExplainedVar = finite(stats.ExplainedVar)
+	if fc := t.cfg.Finetune; t.last() || (fc.EvalEvery > 0 && t.st.Update%fc.EvalEvery == 0) {
+		h, err := t.evaluateAndKeepBest()
+		if err != nil {
+			return err
+		}
+		line.setHeldOut(h)
+	}
+	if err := t.rec.write(line); err != nil {
+		return err
+	}
+	t.log.Info("finetune update", line.logArgs()...)
+	return t.checkpoint()
+}
+
+// last reports whether the update just finished is the budget's last.
+func (t *trainer) last() bool { return t.st.Update == t.updates }
+
+// schedule is this update's learning rate and KL coefficient: the learning rate annealed
+// linearly to 0 (anneal_lr), the KL penalty decaying linearly to 0 over the first kl_decay of
+// the updates, and off without a pretrained reference.
+func (t *trainer) schedule() (lr, kl float64) {
+	fc := t.cfg.Finetune
+	frac := float64(t.st.Update) / float64(t.updates)
+	lr = fc.LR
+	if fc.AnnealLR {
+		lr *= 1 - frac
+	}
+	kl = fc.KLCoef
+	if fc.KLDecay > 0 {
+		kl *= math.Max(0, 1-frac/fc.KLDecay)
+	}
+	if t.m.ref == nil {
+		kl = 0
+	}
+	return lr, kl
+}
+
+// rollout steps every environment copy rollout_steps times with the trained network.
+func (t *trainer) rollout() error { return t.pool.collect(t.m.pol, t.r, t.rng) }
+
+// update is PPO's epochs over the rollout, then the Polyak average's move.
+func (t *trainer) update(lr, kl float64) (updateStats, error) {
+	stats, err := t.learner.update(t.r, lr, kl, t.rng)
+	if err != nil {
+		return stats, err
+	}
+	t.m.average()
+	return stats, nil
+}
+
+// evaluateAndKeepBest evaluates the deployed network on the held-out episodes and, where the
+// environment ranks networks by it, writes it as BestDir when it beats every earlier
+// evaluation (at the start, the start network itself).
+func (t *trainer) evaluateAndKeepBest() (heldOut, error) {
+	h, err := t.eps.evaluate(t.m.deployed(), t.workers)
+	if err != nil {
+		return h, err
+	}
+	t.st.Evals = append(t.st.Evals, evalPoint{Update: t.st.Update, EnvSteps: t.st.EnvSteps, Held: h})
+	if t.eps.ranked() && bestSoFar(t.st.Evals) {
+		if err := t.m.best(t.cfg.Finetune.Out, t.st, h); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// checkpoint writes a resumable checkpoint every checkpoint_every updates and after the last.
+func (t *trainer) checkpoint() error {
+	if !t.last() && t.st.Update%t.cfg.Finetune.CheckpointEvery != 0 {
+		return nil
+	}
+	t.st.Seconds += t.trainSec
+	t.trainSec = 0
+	return t.m.checkpoint(t.cfg.Finetune.Out, t.opt, snapshot(t.st, t.pcg, t.pool))
+}
+
+// result sums the run up and, when the budget is spent, makes the run directory the
+// fine-tuned checkpoint.
+func (t *trainer) result() (Result, error) {
+	res, st := t.res, t.st
 	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
-	res.Seconds = st.Seconds + trainSec
-	if procSec > 0 {
-		res.StepsPerSecond = float64(procSteps) / procSec
+	res.Seconds = st.Seconds + t.trainSec
+	if t.procSec > 0 {
+		res.StepsPerSecond = float64(t.procSteps) / t.procSec
 	}
 	res.StartMean = res.Start.Mean
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	res.FinalMean = res.Final.Mean
-	if res.Start.Defrag == nil {
-		res.FinalVsStart = eval.PairSeeds("start", res.Final.AllocPct, res.Start.AllocPct)
-	}
 	best := st.Evals[bestEval(st.Evals)]
 	res.BestMean, res.BestUpdate = best.Held.Mean, best.Update
-	metrics := map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
-		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
-	if res.Start.Defrag != nil {
-		res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
-		metrics = map[string]float64{"env_steps": float64(res.EnvSteps)}
-		for k, v := range res.FinalDefrag.fields() {
-			metrics["final_"+k] = v
-		}
-	}
-	if st.Update < updates {
+	metrics := t.eps.summary(&res)
+	if st.Update < t.updates {
 		return res, nil
 	}
 	res.Complete = true
-	if err := m.final(fc.Out, st, metrics); err != nil {
+	if err := t.m.final(t.cfg.Finetune.Out, st, metrics); err != nil {
 		return res, err
 	}
 	return res, nil

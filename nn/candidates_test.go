@@ -4,10 +4,12 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/sugarme/gotch"
+
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
-	"github.com/sugarme/gotch"
 )
 
 // fgdScorer wraps a placer and counts its choices that fall short of FGD's best score.
@@ -32,7 +34,7 @@ func (f *fgdScorer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choic
 // A checkpoint trained on the fgd-best action set is offered only FGD's best-score nodes by
 // its placer; one trained on every feasible node is not restricted.
 func TestPlacerOffersTheTrainedCandidates(t *testing.T) {
-	p := openbExperiment(t, 0.6)
+	p := simtest.Openb(t, "default", 0.6, 50)
 	for _, tc := range []struct {
 		candidates string
 		restricted bool

@@ -3,12 +3,17 @@ package nn
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sugarme/gotch"
+	gnn "github.com/sugarme/gotch/nn"
+	"github.com/sugarme/gotch/ts"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/checkpoint"
@@ -32,7 +37,7 @@ func SaveCheckpoint(dir string, net *Net, lin Lineage) (checkpoint.Manifest, err
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return checkpoint.Manifest{}, err
 	}
-	if err := saveVars(net, filepath.Join(dir, checkpoint.ModelFile)); err != nil {
+	if err := SaveWeights(net, filepath.Join(dir, checkpoint.ModelFile)); err != nil {
 		return checkpoint.Manifest{}, err
 	}
 	return WriteManifest(dir, net.Arch, lin)
@@ -53,14 +58,29 @@ func WriteManifest(dir string, arch Arch, lin Lineage) (checkpoint.Manifest, err
 	return checkpoint.Write(dir, m)
 }
 
-// saveVars writes the VarStore to path through a temporary file in the same directory.
-func saveVars(net *Net, path string) error {
+// SaveWeights writes net's weights to path through a temporary file in the same directory,
+// in name order, so the same weights always give the same bytes. gotch's VarStore.Save walks a
+// Go map: each save of one network wrote its tensors in another order, so equal weights had
+// different sha256s and every pipeline stage after a retrained checkpoint got a new key.
+func SaveWeights(net *Net, path string) error {
 	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := net.VS.Save(tmp); err != nil {
+	if err := saveSorted(net.VS, tmp); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("save %s: %w", path, err)
 	}
 	return os.Rename(tmp, path)
+}
+
+func saveSorted(vs *gnn.VarStore, path string) error {
+	vars := vs.Variables()
+	named := make([]ts.NamedTensor, 0, len(vars))
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		t := vars[name]
+		named = append(named, ts.NamedTensor{Name: name, Tensor: &t})
+	}
+	err := ts.SaveMultiNew(named, path)
+	runtime.KeepAlive(vs) // the copies in named share its tensors' memory
+	return err
 }
 
 // LoadCheckpoint verifies dir's manifest and files, refuses a network for another environment

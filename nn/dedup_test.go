@@ -3,14 +3,13 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
-	"path/filepath"
 	"testing"
 
 	"github.com/sugarme/gotch"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -104,18 +103,6 @@ func (c *checkedPlacer) Place(cl *sim.Cluster, task sim.Task, rng *rand.Rand) (s
 	return ch, ok
 }
 
-// openbExperiment is the openb default trace's experiment of seed 50 at tune on all 1213 nodes.
-func openbExperiment(t *testing.T, tune float64) *sim.Prepared {
-	t.Helper()
-	traces := repotest.OpenbDir()
-	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, "openb_pod_list_default.csv"), Tune: tune, Seed: 50, Coverage: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // randomPlacementNet is a freshly initialised (seed 3) placement network choosing from
 // candidates.
 func randomPlacementNet(t *testing.T, candidates string) *Net {
@@ -136,7 +123,7 @@ func randomPlacementNet(t *testing.T, candidates string) *Net {
 // The placer's merged-row inference is the same policy as the network over every node, on
 // the states of a real episode (openb default trace, full 1213-node cluster).
 func TestPlacerMergedMatchesFullForward(t *testing.T) {
-	p := openbExperiment(t, 1.3)
+	p := simtest.Openb(t, "default", 1.3, 50)
 	net := randomPlacementNet(t, "")
 	net.Arch.TiePrior = 1
 	pol := &Policy{Net: net, name: "test", dev: gotch.CPU}

@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"bytes"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -169,6 +171,39 @@ func TestCheckpointRoundTripAndRefusals(t *testing.T) {
 	f.Close()
 	if _, _, err := LoadCheckpoint(dir, gotch.CPU); err == nil || !strings.Contains(err.Error(), "sha256") && !strings.Contains(err.Error(), "size") {
 		t.Errorf("tampered model.ot: got %v", err)
+	}
+}
+
+// The same weights give the same file: six networks of one seed write identical bytes
+// (gotch's VarStore.Save wrote its map in a new order each time).
+func TestSaveWeightsDependsOnlyOnTheWeights(t *testing.T) {
+	var first []byte
+	for i := range 6 {
+		// libtorch names the archive's folder after the file: one name, as in checkpoints.
+		path := filepath.Join(t.TempDir(), "w.ot")
+		if err := SaveWeights(testNet(t, 3), path); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = data
+		} else if !bytes.Equal(data, first) {
+			t.Fatalf("save %d of the same weights differs from the first (%d vs %d bytes)", i, len(data), len(first))
+		}
+	}
+	loaded := testNet(t, 4)
+	path := filepath.Join(t.TempDir(), "w.ot")
+	if err := SaveWeights(testNet(t, 3), path); err != nil {
+		t.Fatal(err)
+	}
+	if err := loaded.VS.Load(path); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(weights(loaded), weights(testNet(t, 3)), slices.Equal) {
+		t.Fatal("weights read back differ from the saved ones")
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"syscall"
@@ -16,7 +15,7 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -54,12 +53,8 @@ func (p *timedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Cho
 // rows stay distinct, so how many the network scores. SCHEDRL_BENCH_TRACE=gpushare40 (an openb
 // pod list's suffix) runs another workload.
 func BenchmarkPlacerDecision(b *testing.B) {
-	traces := repotest.OpenbDir()
-	p, err := sim.Prepare(sim.Experiment{NodesPath: filepath.Join(traces, "openb_node_list_gpu_node.csv"),
-		PodsPath: filepath.Join(traces, "openb_pod_list_"+cmp.Or(os.Getenv("SCHEDRL_BENCH_TRACE"), "default")+".csv"), Tune: 1.3, Seed: 49, Coverage: 0.95})
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := simtest.Openb(b, cmp.Or(os.Getenv("SCHEDRL_BENCH_TRACE"), "default"), 1.3, 49)
+	var err error
 	if _, err := Device(config.DeviceConfig{Name: "cpu", Threads: 1}); err != nil {
 		b.Fatal(err)
 	}

@@ -143,7 +143,7 @@ func (r *runner) all(ctx context.Context) error {
 			return err
 		}
 		inputs, missing := r.inputs(s)
-		if _, unavailable := s.(Unavailable); missing != "" && !unavailable {
+		if missing != "" {
 			sr.Status = StatusBlocked
 			sr.Note = "input " + missing + " did not complete"
 			continue
@@ -155,15 +155,9 @@ func (r *runner) all(ctx context.Context) error {
 				r.saveRecord()
 				return ctx.Err()
 			}
-			if errors.Is(err, ErrUnavailable) {
-				sr.Status = StatusUnavailable
-				sr.Note = err.Error()
-				r.o.Log.Warn("stage not available yet", "stage", s.Name(), "reason", err.Error())
-			} else {
-				sr.Status = StatusFailed
-				sr.Error = err.Error()
-				r.o.Log.Error("stage failed", "stage", s.Name(), "err", err)
-			}
+			sr.Status = StatusFailed
+			sr.Error = err.Error()
+			r.o.Log.Error("stage failed", "stage", s.Name(), "err", err)
 			problems = append(problems, err.Error())
 		}
 		r.saveRecord()
@@ -191,10 +185,6 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 	sr := &r.rec.Stages[i]
 	log := r.o.Log.With("stage", s.Name())
 	start := time.Now()
-	if _, ok := s.(Unavailable); ok {
-		_, err := s.Run(ctx, Env{})
-		return err
-	}
 	key, err := stageKey(s.Name(), s.Config(), inputs, r.o.CodeRevision)
 	if err != nil {
 		return err
@@ -203,6 +193,13 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 	c, why, err := r.st.lookup(s.Name(), key)
 	if err != nil {
 		return err
+	}
+	if c != nil && !forced {
+		if why, err = missingOutside(ctx, s, r.st.output(c)); err != nil {
+			return err
+		} else if why != "" {
+			c = nil
+		}
 	}
 	if c != nil && !forced {
 		r.done(sr, c, StatusCached, start)
@@ -297,4 +294,23 @@ func (r *runner) runStatus(err error) string {
 		}
 	}
 	return RunIncomplete
+}
+
+// externalTimeout bounds the check of a stage's outside output (a registry read).
+const externalTimeout = 30 * time.Second
+
+// missingOutside is what of a cached output's outside copy is gone ("" when the stage does not
+// implement External or nothing is).
+func missingOutside(ctx context.Context, s Stage, out Output) (string, error) {
+	ext, ok := s.(External)
+	if !ok {
+		return "", nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, externalTimeout)
+	defer cancel()
+	why, err := ext.Missing(ctx, out)
+	if err != nil {
+		return "", fmt.Errorf("stage %s: check its cached output: %w", s.Name(), err)
+	}
+	return why, nil
 }

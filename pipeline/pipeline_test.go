@@ -354,36 +354,6 @@ func TestForcedResumableStageStartsOver(t *testing.T) {
 	}
 }
 
-func TestUnavailableStageBlocksDownstream(t *testing.T) {
-	dir := t.TempDir()
-	w := newWorld()
-	p, err := New(
-		textStage{w.text, w.runs["text"]},
-		countStage{w.count, w.runs["count"], nil},
-		Unavailable{StageName: "train", StageInputs: []string{"count"}, Reason: "package train has not landed"},
-		reportStage{w.runs["report"]},
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec, err := p.Run(context.Background(), opts(dir))
-	if !errors.Is(err, ErrIncomplete) {
-		t.Fatalf("err = %v", err)
-	}
-	if got := statuses(rec); got != "text=done,count=done,train=unavailable,report=blocked" {
-		t.Errorf("statuses %s", got)
-	}
-	if rec.Status != RunIncomplete || !strings.Contains(rec.Stages[2].Note, "not available yet") {
-		t.Errorf("run %s, note %q", rec.Status, rec.Stages[2].Note)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "stages", "train")); !os.IsNotExist(err) {
-		t.Errorf("unavailable stage wrote something: %v", err)
-	}
-	if *w.runs["report"] != 0 {
-		t.Error("report ran without its input")
-	}
-}
-
 func TestTamperedOutputIsRebuilt(t *testing.T) {
 	dir := t.TempDir()
 	w := newWorld()
@@ -511,5 +481,80 @@ func TestSummaryTable(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// outsideStage publishes its text to a file outside its output directory (as publish does to
+// the registry) and records where.
+type outsideStage struct {
+	path string
+	runs *int
+}
+
+func (s outsideStage) Name() string     { return "outside" }
+func (s outsideStage) Inputs() []string { return []string{"text"} }
+func (s outsideStage) Config() any      { return s.path }
+func (s outsideStage) Run(_ context.Context, env Env) (Result, error) {
+	*s.runs++
+	data, err := os.ReadFile(filepath.Join(env.Inputs["text"].Dir, "text.txt"))
+	if err != nil {
+		return Result{}, err
+	}
+	if err := os.WriteFile(s.path, data, 0o644); err != nil {
+		return Result{}, err
+	}
+	return Result{}, os.WriteFile(filepath.Join(env.OutDir, "where"), []byte(s.path), 0o644)
+}
+
+func (s outsideStage) Missing(_ context.Context, out Output) (string, error) {
+	where, err := os.ReadFile(filepath.Join(out.Dir, "where"))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(string(where)); err != nil {
+		return string(where) + " is gone", nil
+	}
+	return "", nil
+}
+
+// A cached stage whose outside output was deleted runs again; one whose output is there
+// stays cached, in a run and in the plan.
+func TestExternalOutputMustStillExist(t *testing.T) {
+	dir, outside := t.TempDir(), filepath.Join(t.TempDir(), "published")
+	var textRuns, outsideRuns int
+	p, err := New(textStage{textConfig{"a b"}, &textRuns}, outsideStage{outside, &outsideRuns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 1} {
+		if _, err := p.Run(context.Background(), opts(dir)); err != nil {
+			t.Fatal(err)
+		}
+		if outsideRuns != want {
+			t.Fatalf("run %d: the outside stage ran %d times, want %d", i+1, outsideRuns, want)
+		}
+	}
+	if err := os.Remove(outside); err != nil {
+		t.Fatal(err)
+	}
+	plan, err := p.Plan(opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := plan[1]; e.State != PlanStale || !strings.Contains(e.Reason, "is gone") {
+		t.Errorf("plan after deleting the outside output: %+v", e)
+	}
+	rec, err := p.Run(context.Background(), opts(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outsideRuns != 2 || textRuns != 1 {
+		t.Errorf("after deleting the outside output: outside ran %d times, text %d; want 2 and 1 (%s)", outsideRuns, textRuns, statuses(rec))
+	}
+	if !strings.Contains(rec.Stages[1].Reason, "is gone") {
+		t.Errorf("reason %q does not say why", rec.Stages[1].Reason)
+	}
+	if _, err := os.Stat(outside); err != nil {
+		t.Errorf("not published again: %v", err)
 	}
 }

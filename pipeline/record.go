@@ -21,7 +21,6 @@ const (
 	StatusDone        = "done"        // built in this run
 	StatusFailed      = "failed"      // Run returned an error
 	StatusInterrupted = "interrupted" // the run was cancelled (signal) during it
-	StatusUnavailable = "unavailable" // the stage's implementation has not landed yet
 	StatusBlocked     = "blocked"     // an input stage did not complete
 )
 

@@ -10,7 +10,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 )
 
@@ -31,6 +30,16 @@ type Stage interface {
 // from an empty directory every time.
 type Resumable interface {
 	Resumable() bool
+}
+
+// External is implemented by stages whose work also lives outside their output directory
+// (publish: a registry version). A cached output counts as done only while Missing finds that
+// outside copy; when it is gone the stage runs again, so deleting the registry and rerunning
+// publishes again instead of trusting a stale cache of the outside world.
+type External interface {
+	// Missing says what the completed output out recorded is no longer there ("" when
+	// everything is). An error (the outside store unreachable) fails the run.
+	Missing(ctx context.Context, out Output) (string, error)
 }
 
 // Env is what a stage run is handed.
@@ -62,34 +71,3 @@ type Metric struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
 }
-
-// ErrUnavailable marks a stage whose implementation has not landed yet; the run reports it and
-// blocks everything downstream instead of producing a fake output.
-var ErrUnavailable = errors.New("not available yet")
-
-// Unavailable is a placeholder for a stage that does not exist yet. It keeps its place in the
-// graph so the run record and summary say what is missing.
-type Unavailable struct {
-	StageName   string
-	StageInputs []string
-	Reason      string
-}
-
-func (u Unavailable) Name() string     { return u.StageName }
-func (u Unavailable) Inputs() []string { return u.StageInputs }
-func (u Unavailable) Config() any      { return nil }
-
-func (u Unavailable) Run(context.Context, Env) (Result, error) {
-	return Result{}, unavailableError{u.StageName, u.Reason}
-}
-
-type unavailableError struct{ stage, reason string }
-
-func (e unavailableError) Error() string {
-	if e.reason == "" {
-		return e.stage + ": " + ErrUnavailable.Error()
-	}
-	return e.stage + ": " + ErrUnavailable.Error() + " (" + e.reason + ")"
-}
-
-func (e unavailableError) Unwrap() error { return ErrUnavailable }

@@ -1,17 +1,17 @@
 package pipeline
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 )
 
 // Plan states of a stage under the current configuration.
 const (
-	PlanCached      = "cached"      // its key has a complete output: a run skips it
-	PlanStale       = "will run"    // its key has no complete output
-	PlanPartial     = "will resume" // an interrupted run left a partial output it resumes from
-	PlanUnknown     = "will run"    // an input is not built yet, so its key is not known yet
-	PlanUnavailable = "unavailable"
+	PlanCached  = "cached"      // its key has a complete output: a run skips it
+	PlanStale   = "will run"    // its key has no complete output
+	PlanPartial = "will resume" // an interrupted run left a partial output it resumes from
+	PlanUnknown = "will run"    // an input is not built yet, so its key is not known yet
 )
 
 // PlanEntry says what a run with the current configuration would do with one stage.
@@ -33,11 +33,6 @@ func (p *Pipeline) Plan(o Options) ([]PlanEntry, error) {
 	var plan []PlanEntry
 	for _, s := range p.stages {
 		e := PlanEntry{Stage: s.Name()}
-		if u, ok := s.(Unavailable); ok {
-			e.State, e.Reason = PlanUnavailable, unavailableError{u.StageName, u.Reason}.Error()
-			plan = append(plan, e)
-			continue
-		}
 		var inputs []Output
 		for _, in := range s.Inputs() {
 			out, ok := outputs[in]
@@ -56,6 +51,13 @@ func (p *Pipeline) Plan(o Options) ([]PlanEntry, error) {
 			c, why, err := st.lookup(s.Name(), key)
 			if err != nil {
 				return nil, err
+			}
+			if c != nil {
+				if why, err = missingOutside(context.Background(), s, st.output(c)); err != nil {
+					return nil, err
+				} else if why != "" {
+					c = nil
+				}
 			}
 			switch {
 			case c != nil:

@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
 // BenchmarkPlace runs the whole default-trace workload (tune 1.3, seed 42) per iteration and
 // reports placement decisions per second for each policy.
 func BenchmarkPlace(b *testing.B) {
-	p := prepare(b, "openb_pod_list_default.csv", 42)
+	p := simtest.Openb(b, "default", 1.3, 42)
 	for _, name := range Placers() {
 		b.Run(name, func(b *testing.B) {
 			var decisions int

@@ -6,13 +6,14 @@ import (
 	"io"
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
 // TestDefragmenters fragments the default trace's cluster with Random placement, runs each
 // defragmenter with a budget, and checks the moves, the fragment and a replay of the log.
 func TestDefragmenters(t *testing.T) {
-	p := prepare(t, "openb_pod_list_default.csv", 3)
+	p := simtest.Openb(t, "default", 1.3, 3)
 	for _, name := range Defragmenters() {
 		t.Run(name, func(t *testing.T) {
 			c, err := p.NewCluster()

@@ -41,39 +41,20 @@ func (*FGD) Score(c *sim.Cluster, t sim.Task, ch sim.Choice) float64 {
 	return sim.FGDScore(c.FragDelta(t, ch))
 }
 
-// nodeBest is node i's best score and the GPUs achieving it first.
+// nodeBest is node i's best score and the first GPUs achieving it.
 func nodeBest(c *sim.Cluster, t sim.Task, i int) fgdEntry {
-	if !t.Sharing() {
-		gpus, _ := c.TightestGPUs(t, i)
-		return fgdEntry{score: sim.FGDScore(c.FragDelta(t, sim.Choice{Node: i, GPUs: gpus})), gpus: gpus}
+	gpus, delta, ok := c.LeastFragmentingGPUs(t, i, negScore)
+	if !ok {
+		return fgdEntry{score: -1}
 	}
-	f := c.Free(i)
-	best := fgdEntry{score: -1}
-	var tried [sim.MaxGPUsPerNode]int64
-	nTried := 0
-gpus:
-	for g := 0; g < f.GPUs; g++ {
-		if f.GPU[g] < t.GPUMilli {
-			continue
-		}
-		// GPUs with equal free milli give equal scores; the first one already counts.
-		for _, v := range tried[:nTried] {
-			if v == f.GPU[g] {
-				continue gpus
-			}
-		}
-		tried[nTried] = f.GPU[g]
-		nTried++
-		ch := sim.Choice{Node: i, GPUs: sim.NewGPUSet(g)}
-		if s := sim.FGDScore(c.FragDelta(t, ch)); s > best.score {
-			best = fgdEntry{score: s, gpus: ch.GPUs}
-		}
-	}
-	return best
+	return fgdEntry{score: sim.FGDScore(delta), gpus: gpus}
 }
 
-// Place returns the feasible choice with the best FGD score, ties between nodes broken
-// uniformly with rng.
+// negScore ranks a fragment change by FGD's score, best first.
+func negScore(delta float64) float64 { return -sim.FGDScore(delta) }
+
+// Place returns the feasible choice with the best FGD score, ties between nodes going to the
+// node first in the cluster's tie order; rng is not used.
 func (p *FGD) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
 	if p.clusterID != c.ID() || p.shapes == nil {
 		p.clusterID, p.shapes, p.cache = c.ID(), map[fgdShape]int{}, nil

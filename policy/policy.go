@@ -7,9 +7,11 @@
 //
 // Every placer exposes the score it maximises ([Placer.Score]) so that callers can compare
 // another agent's choice with the expert's under the expert's own measure. Scores are the
-// reference simulator's integer scores (0..100), so many candidates tie; ties between nodes are
-// broken uniformly at random with the caller's generator, and within a node the GPU is chosen
-// deterministically (best fit, or for FGD the first GPU with the best score).
+// reference simulator's integer scores (0..100), so many candidates tie; ties between nodes go
+// to the node first in the cluster's tie order (sim.Cluster.SetTieOrder: node order unless a
+// run sets the seeded order the paper's simulator uses), and within a node the GPU is chosen
+// deterministically (best fit, or for FGD the first GPU with the best score). Only random
+// draws from the caller's generator.
 //
 // Adding a policy is one new file that calls registerPlacer or registerDefragger in init.
 package policy

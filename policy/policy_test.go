@@ -5,24 +5,14 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
-
-func prepare(tb testing.TB, pods string, seed uint64) *sim.Prepared {
-	tb.Helper()
-	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(),
-		PodsPath: filepath.Join(repotest.OpenbDir(), pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
-}
 
 func TestRegistry(t *testing.T) {
 	want := "bestfit,clustering,dotprod,fgd,firstfit,packing,random"
@@ -48,7 +38,7 @@ func TestRegistry(t *testing.T) {
 // feasible and scores as high as any candidate under its own Score, and that among equal
 // node scores the first node in the tie order wins (FGD is checked against a cache-free scan).
 func TestPlaceMaximisesScore(t *testing.T) {
-	p := prepare(t, "openb_pod_list_default.csv", 7)
+	p := simtest.Openb(t, "default", 1.3, 7)
 	base, err := p.NewCluster()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +148,7 @@ func TestFidelity(t *testing.T) {
 	for _, tc := range []struct{ policy, label string }{{"fgd", "06-FGD"}, {"bestfit", "05-BestFit"}} {
 		var a, b float64
 		for _, s := range seeds {
-			p := prepare(t, "openb_pod_list_default.csv", s)
+			p := simtest.Openb(t, "default", 1.3, s)
 			pl, _ := NewPlacer(tc.policy)
 			_, res, err := p.Run(pl, nil)
 			if err != nil {

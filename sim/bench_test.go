@@ -3,13 +3,14 @@ package sim_test
 import (
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
 // halfFull is the default trace's cluster after FGD placed the first 5000 tasks of seed 42.
 func halfFull(b *testing.B) (*sim.Cluster, *sim.Prepared) {
-	p := prepare(&testing.T{}, "openb_pod_list_default.csv", 42)
+	p := simtest.Openb(b, "default", 1.3, 42)
 	c, err := p.NewCluster()
 	if err != nil {
 		b.Fatal(err)

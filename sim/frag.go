@@ -140,6 +140,47 @@ func FGDScore(delta float64) float64 {
 	return float64(int64(1 / (1 + math.Exp(delta/1000)) * 100))
 }
 
+// LeastFragmentingGPUs is FGD's choice inside node i: the GPUs for t whose fragment change
+// ranks first by rank (the smallest rank(delta); the lowest-indexed GPU on ties), and that
+// change. A task that does not share a GPU has one choice, TightestGPUs. ok is false when t
+// does not fit on node i. FGD ranks by its integer score (rank = -FGDScore), so changes a few
+// milli-GPU apart tie; the environments' scores rank by the change itself (rank = Delta).
+func (c *Cluster) LeastFragmentingGPUs(t Task, i int, rank func(delta float64) float64) (gpus GPUSet, delta float64, ok bool) {
+	gpus, ok = c.TightestGPUs(t, i)
+	if !ok {
+		return 0, 0, false
+	}
+	if !t.Sharing() {
+		return gpus, c.FragDelta(t, Choice{Node: i, GPUs: gpus}), true
+	}
+	free := c.Free(i)
+	best := math.Inf(1)
+	var tried [MaxGPUsPerNode]int64
+	nTried := 0
+gpus:
+	for g := 0; g < free.GPUs; g++ {
+		if free.GPU[g] < t.GPUMilli {
+			continue
+		}
+		// GPUs with the same free milli give the same fragment; the first one stands for all.
+		for _, v := range tried[:nTried] {
+			if v == free.GPU[g] {
+				continue gpus
+			}
+		}
+		tried[nTried] = free.GPU[g]
+		nTried++
+		set := NewGPUSet(g)
+		if d := c.FragDelta(t, Choice{Node: i, GPUs: set}); rank(d) < best {
+			gpus, delta, best = set, d, rank(d)
+		}
+	}
+	return gpus, delta, true
+}
+
+// Delta ranks a fragment change by itself (LeastFragmentingGPUs' rank for the smallest change).
+func Delta(d float64) float64 { return d }
+
 // FragDelta is how much placing t at ch would raise its node's fragment (negative: lowers it).
 func (c *Cluster) FragDelta(t Task, ch Choice) float64 {
 	return c.FragAfter(t, ch) - c.st[ch.Node].frag

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -103,5 +104,59 @@ func TestTypicalShapes(t *testing.T) {
 	}
 	if _, err := TypicalShapes(nil, 0.95); err == nil {
 		t.Fatal("no tasks must be an error")
+	}
+}
+
+// LeastFragmentingGPUs is the first GPU choice with the smallest rank of its fragment change,
+// checked against every choice on random cluster states, ranked by the change and by FGD's
+// score (where a later GPU with a smaller change but the same score does not win).
+func TestLeastFragmentingGPUsAgainstEveryChoice(t *testing.T) {
+	c := mustCluster(t, testNodes(), testModel())
+	rng := rand.New(rand.NewPCG(3, 4))
+	var buf []Choice
+	ranks := map[string]func(float64) float64{"delta": Delta, "fgd score": func(d float64) float64 { return -FGDScore(d) }}
+	checked := 0
+	for k := range 2000 {
+		task := randomTask(rng, k)
+		for i := range c.NumNodes() {
+			gpus, delta, ok := c.LeastFragmentingGPUs(task, i, Delta)
+			_, fits := c.TightestGPUs(task, i)
+			if ok != fits {
+				t.Fatalf("task %+v node %d: ok %v, TightestGPUs fits %v", task, i, ok, fits)
+			}
+			if !ok || !task.Sharing() {
+				continue
+			}
+			for name, rank := range ranks {
+				gpus, delta, _ = c.LeastFragmentingGPUs(task, i, rank)
+				want, wantDelta := GPUSet(0), math.Inf(1)
+				for g := range c.Node(i).GPUs {
+					if c.Free(i).GPU[g] < task.GPUMilli {
+						continue
+					}
+					ch := Choice{Node: i, GPUs: NewGPUSet(g)}
+					if d := c.FragDelta(task, ch); want == 0 || rank(d) < rank(wantDelta) {
+						want, wantDelta = ch.GPUs, d
+					}
+				}
+				if gpus != want || delta != wantDelta {
+					t.Fatalf("task %+v node %d by %s: %v (delta %v), want %v (%v)", task, i, name, gpus, delta, want, wantDelta)
+				}
+				checked++
+			}
+		}
+		if buf = c.Candidates(task, buf[:0]); len(buf) > 0 {
+			if err := c.Place(task, buf[rng.IntN(len(buf))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if running := c.Placements(); len(running) > 3 && rng.IntN(2) == 0 {
+			if _, err := c.Remove(running[rng.IntN(len(running))].Task.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d sharing choices checked", checked)
 	}
 }

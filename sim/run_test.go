@@ -10,25 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
-func prepare(t *testing.T, pods string, seed uint64) *sim.Prepared {
-	t.Helper()
-	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(),
-		PodsPath: filepath.Join(repotest.OpenbDir(), pods), Tune: 1.3, Seed: seed, Coverage: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
 // TestRunLogReplay runs FGD on the default trace with a decision log, checks the curve's
 // shape, then replays the log and expects the exact final cluster.
 func TestRunLogReplay(t *testing.T) {
-	p := prepare(t, "openb_pod_list_default.csv", 42)
+	p := simtest.Openb(t, "default", 1.3, 42)
 	var buf bytes.Buffer
 	c, err := p.NewCluster()
 	if err != nil {
@@ -193,7 +183,7 @@ func TestLogReaderRejectsBadHeaders(t *testing.T) {
 }
 
 func TestRunTraceOrder(t *testing.T) {
-	p := prepare(t, "openb_pod_list_default.csv", 1)
+	p := simtest.Openb(t, "default", 1.3, 1)
 	events := sim.TraceOrder(p.Trace)
 	c, err := p.NewCluster()
 	if err != nil {
@@ -219,7 +209,7 @@ func TestRunTraceOrder(t *testing.T) {
 }
 
 func TestRunBatchMatchesSequentialRuns(t *testing.T) {
-	p := prepare(t, "openb_pod_list_gpushare40.csv", 5)
+	p := simtest.Openb(t, "gpushare40", 1.3, 5)
 	var jobs []sim.Job
 	for _, s := range []uint64{5, 6, 7} {
 		e := p.Experiment

@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,7 +42,7 @@ const evalPoliciesFile = "pipeline-policies.json"
 
 func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if d.ResolvePolicy == nil {
-		return unavailable("eval", "this build cannot load checkpoints (no policy resolver)"), nil
+		return nil, errors.New("stage eval: no policy resolver for checkpoints (Deps.ResolvePolicy)")
 	}
 	// The current champion runs on the same workloads as the candidate, so the gate compares
 	// like with like; its version is in the key, so a new champion means a new evaluation.

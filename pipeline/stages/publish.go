@@ -3,6 +3,7 @@ package stages
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -22,6 +23,7 @@ import (
 // and applies the champion gate.
 type publishStage struct {
 	reg   *registry.Registry
+	store string // the registry's store, for messages
 	model string
 	gate  config.GateConfig
 	key   publishKey
@@ -37,6 +39,7 @@ type publishKey struct {
 type Published struct {
 	Ref      string            `json:"ref"` // MODEL@N
 	URI      string            `json:"uri"`
+	Digest   string            `json:"digest"`   // the version's manifest digest
 	Existing bool              `json:"existing"` // the same checkpoint was already a version
 	Alias    string            `json:"alias"`
 	Promoted bool              `json:"promoted"` // the version holds Alias after this stage
@@ -47,7 +50,7 @@ func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, erro
 	if err := checkGate(cfg); err != nil {
 		return nil, err
 	}
-	return &publishStage{reg: reg, model: cfg.Pipeline.Model, gate: cfg.Pipeline.Gate,
+	return &publishStage{reg: reg, store: cfg.Registry.Store, model: cfg.Pipeline.Model, gate: cfg.Pipeline.Gate,
 		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}}, nil
 }
 
@@ -102,7 +105,7 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	out := Published{Ref: v.Ref(), URI: v.URI, Existing: v.Existing, Alias: s.gate.Alias, Decision: d}
+	out := Published{Ref: v.Ref(), URI: v.URI, Digest: v.Digest, Existing: v.Existing, Alias: s.gate.Alias, Decision: d}
 	switch {
 	case slices.Contains(v.Aliases, s.gate.Alias):
 		out.Promoted, out.Decision.Reason = true, "already "+s.gate.Alias+" (the same checkpoint was published before)"
@@ -129,6 +132,31 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + s.gate.Workloads[0], Value: eval.Summarize(v).Mean}
 	}
 	return res, nil
+}
+
+// Missing reports a cached publish whose version is gone from the registry (deleted, or
+// another store), or holds another checkpoint than the one published: the stage then
+// publishes again.
+func (s *publishStage) Missing(ctx context.Context, out pipeline.Output) (string, error) {
+	path := filepath.Join(out.Dir, "publish.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var p Published
+	if err := json.Unmarshal(data, &p); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	versions, err := s.reg.Versions(ctx, s.model)
+	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+		return "", err
+	}
+	for _, v := range versions {
+		if v.Ref() == p.Ref && v.Digest == p.Digest {
+			return "", nil
+		}
+	}
+	return fmt.Sprintf("version %s (digest %.12s) is not in the registry %s", p.Ref, p.Digest, s.store), nil
 }
 
 // assembleVersion lays out a registry version in dir: the checkpoint's files, the eval

@@ -24,8 +24,16 @@ import (
 // TestPublishGate publishes into a real file:// registry from a real eval of heuristics.
 func TestPublishGate(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Registry.Store = "file://" + t.TempDir()
-	testPublishGate(t, cfg)
+	store := t.TempDir()
+	cfg.Registry.Store = "file://" + store
+	stage, out := testPublishGate(t, cfg)
+	// Deleting the registry leaves the cached publish stale.
+	if err := os.RemoveAll(store); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := stage.Missing(context.Background(), pipeline.Output{Dir: out}); err != nil || !strings.Contains(why, "placement@1") {
+		t.Errorf("deleted registry: missing %q (%v), want placement@1 named", why, err)
+	}
 }
 
 // TestPublishToMinIOAndMLflow is the same against a real MinIO store mirrored to a real MLflow
@@ -81,7 +89,8 @@ func TestPublishToMinIOAndMLflow(t *testing.T) {
 // testPublishGate runs the publish stage three times over a real eval of heuristics. The
 // pipeline-policies.json roles are written by hand, naming heuristics as the candidate and the
 // champion, since checkpoints cannot run without libtorch here; the gate compares rows by name.
-func testPublishGate(t *testing.T, cfg config.Config) {
+// It returns the stage and the output directory of a publish of version 1.
+func testPublishGate(t *testing.T, cfg config.Config) (pipeline.External, string) {
 	cfg.Eval.Policies = []string{"bestfit", "fgd", "packing"}
 	cfg.Eval.Traces = []string{"gpushare40"}
 	cfg.Eval.Nodes = cfg.Sim.Nodes
@@ -172,8 +181,31 @@ func testPublishGate(t *testing.T, cfg config.Config) {
 	if err != nil || len(versions) != 2 {
 		t.Errorf("versions %d (%v), want 2", len(versions), err)
 	}
+	// A cached publish counts while its version is in the registry, and not once it is gone.
+	out := t.TempDir()
+	data, _ := json.Marshal(p)
+	if err := os.WriteFile(filepath.Join(out, "publish.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := stage.(pipeline.External).Missing(context.Background(), pipeline.Output{Dir: out}); err != nil || why != "" {
+		t.Errorf("published version: missing %q (%v), want nothing", why, err)
+	}
+	stale := p
+	stale.Digest = strings.Repeat("0", 64)
+	data, _ = json.Marshal(stale)
+	if err := os.WriteFile(filepath.Join(out, "publish.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if why, err := stage.(pipeline.External).Missing(context.Background(), pipeline.Output{Dir: out}); err != nil || !strings.Contains(why, "placement@1") {
+		t.Errorf("version with another digest: missing %q (%v), want it named", why, err)
+	}
+	data, _ = json.Marshal(p)
+	if err := os.WriteFile(filepath.Join(out, "publish.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ref, err := lookupAlias(reg, "placement", "champion")
 	if err != nil || ref != "placement@1" {
 		t.Errorf("lookupAlias = %q, %v", ref, err)
 	}
+	return stage.(pipeline.External), out
 }

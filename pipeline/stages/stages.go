@@ -15,19 +15,18 @@ import (
 )
 
 // Deps are what the command layer links in: the parts that load networks (libtorch) or talk
-// to the registry, so that this package builds without cgo. A nil field makes the stages that
-// need it unavailable.
+// to the registry, so that this package builds without cgo. Build refuses a selected stage
+// whose field is nil.
 type Deps struct {
 	// ResolvePolicy resolves eval policy references, checkpoints included.
 	ResolvePolicy eval.Resolver
-	// Pretrain and Finetune run the training stages; nil makes them unavailable.
+	// Pretrain and Finetune run the training stages.
 	Pretrain, Finetune TrainFunc
 
 	registry *registry.Registry // opened by Build from the registry section
 }
 
-// Build returns the pipeline cfg.Pipeline.Stages selects. A stage whose package has not landed
-// is a pipeline.Unavailable, which the run reports instead of inventing an output.
+// Build returns the pipeline cfg.Pipeline.Stages selects.
 func Build(cfg config.Config, d Deps) (*pipeline.Pipeline, error) {
 	if err := cfg.Pipeline.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline.%w", err)
@@ -69,10 +68,6 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 		return newPublish(cfg, d.registry)
 	}
 	return nil, fmt.Errorf("unknown stage %q", name)
-}
-
-func unavailable(name, reason string) pipeline.Unavailable {
-	return pipeline.Unavailable{StageName: name, StageInputs: config.PipelineInputs(name), Reason: reason}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/pipeline"
@@ -102,6 +104,9 @@ func TestLogsAndDatasetsStages(t *testing.T) {
 
 func TestBuildRejectsBadReferences(t *testing.T) {
 	cfg := testConfig(t)
+	// Every stage is built: the training and eval stages read their reference files.
+	cfg.Finetune.Nodes, cfg.Finetune.TracesDir = repotest.OpenbNodes(), repotest.OpenbDir()
+	cfg.Eval.Nodes, cfg.Eval.Paper = repotest.OpenbNodes(), repotest.PaperTable()
 	tests := []struct {
 		name   string
 		change func(*config.Config)
@@ -126,9 +131,14 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cfg
 			tc.change(&c)
-			if _, err := Build(c, Deps{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := Build(c, Deps{ResolvePolicy: eval.Heuristics, Pretrain: notRun, Finetune: notRun}); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
 	}
+}
+
+// notRun stands in for a training stage that Build constructs but no test runs.
+func notRun(context.Context, config.Config, pipeline.Env) (pipeline.Result, error) {
+	return pipeline.Result{}, errors.New("not run in this test")
 }

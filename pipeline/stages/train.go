@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ type trainKey struct {
 
 func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 	if run == nil {
-		return unavailable("pretrain", "package pretrain has not landed"), nil
+		return nil, errors.New("stage pretrain: no training function (Deps.Pretrain)")
 	}
 	sec := cfg.Pretrain
 	sec.Dataset, sec.Out = "", ""
@@ -58,7 +59,7 @@ func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 
 func newFinetune(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 	if run == nil {
-		return unavailable("finetune", "package finetune has not landed"), nil
+		return nil, errors.New("stage finetune: no training function (Deps.Finetune)")
 	}
 	sec := cfg.Finetune
 	files := map[string]string{"nodes": sec.Nodes}

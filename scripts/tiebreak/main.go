@@ -75,7 +75,7 @@ func (p *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, 
 	}
 	p.gpus, p.deltas = p.gpus[:0], p.deltas[:0]
 	for _, i := range p.nodes {
-		g, d := leastFragmenting(c, t, i)
+		g, d, _ := c.LeastFragmentingGPUs(t, i, sim.Delta)
 		p.gpus, p.deltas = append(p.gpus, g), append(p.deltas, d)
 	}
 	k := p.pick(c, rng)
@@ -112,27 +112,6 @@ func (p *placer) pick(c *sim.Cluster, rng *rand.Rand) int {
 		}
 	}
 	return best
-}
-
-// leastFragmenting is node i's GPU choice with the smallest fragment change (FGD's choice
-// inside a node) and that change.
-func leastFragmenting(c *sim.Cluster, t sim.Task, i int) (sim.GPUSet, float64) {
-	if !t.Sharing() {
-		g, _ := c.TightestGPUs(t, i)
-		return g, c.FragDelta(t, sim.Choice{Node: i, GPUs: g})
-	}
-	free := c.Free(i)
-	best, bestDelta := sim.GPUSet(0), math.Inf(1)
-	for g := range free.GPUs {
-		if free.GPU[g] < t.GPUMilli {
-			continue
-		}
-		ch := sim.Choice{Node: i, GPUs: sim.NewGPUSet(g)}
-		if d := c.FragDelta(t, ch); d < bestDelta {
-			best, bestDelta = ch.GPUs, d
-		}
-	}
-	return best, bestDelta
 }
 
 func main() {
