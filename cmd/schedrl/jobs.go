@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedrl/schedrl/jobs"
+	"github.com/schedrl/schedrl/tasks"
 )
 
 // jobsOptions are the flags of `schedrl jobs`.
@@ -26,6 +28,7 @@ type jobsOptions struct {
 	ServersGPUs string
 	Nodes       string  // openb node list: an openb cluster instead of --cluster
 	Load        float64 // offered load for Poisson resampling of an openb pod list
+	Openb       openbJobsOptions
 	Throughputs string
 	Policy      string
 	Round       float64
@@ -79,12 +82,14 @@ func newJobsCmd() *cobra.Command {
 	f.StringVar(&opts.Nodes, "nodes", "", "openb node list CSV: an openb cluster instead of --cluster")
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
-	f.StringVar(&opts.Policy, "policy", "fifo", "queue policy: "+strings.Join(jobs.Policies(), ", "))
+	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
+		" (default fifo); openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
 	f.Float64Var(&opts.Round, "round", 360, "round length in seconds")
 	f.StringVar(&opts.Window, "window", "", "count the jobs with index S <= i < E, as S-E (Gavel's -s/-e); default every job")
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
 	f.StringVar(&opts.Compat, "compat", "", "\"gavel\": reproduce Gavel's simulator")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	addOpenbJobsFlags(f, &opts.Openb)
 	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
@@ -103,6 +108,9 @@ func runJobs(ctx context.Context, opts *jobsOptions, w io.Writer) error {
 	}
 	if opts.Nodes != "" || openb {
 		return runJobsOpenb(ctx, opts, w)
+	}
+	if opts.Policy == "" {
+		opts.Policy = "fifo"
 	}
 	if opts.Load != 0 {
 		return errors.New("jobs: --load resamples openb pod lists; a Gavel trace keeps its arrivals")
@@ -156,10 +164,14 @@ func runJobs(ctx context.Context, opts *jobsOptions, w io.Writer) error {
 	return nil
 }
 
-// runJobsOpenb hands openb clusters and pod lists to the openb timed-task world, which lives on
-// another branch; the lead wires it at merge.
+// runJobsOpenb hands openb clusters and pod lists to the openb timed-task world: --policy then
+// names its queue discipline, and --nodes defaults to the openb GPU node list.
 func runJobsOpenb(ctx context.Context, opts *jobsOptions, w io.Writer) error {
-	return errors.New("openb traces: not wired on this branch")
+	o := opts.Openb
+	o.Trace, o.Load, o.Seed, o.JSON = opts.Trace, opts.Load, opts.Seed, opts.JSON
+	o.Nodes = cmp.Or(opts.Nodes, filepath.Join("data", "openb", "openb_node_list_gpu_node.csv"))
+	o.Queue = cmp.Or(opts.Policy, o.Queue)
+	return runOpenbJobs(ctx, o, w)
 }
 
 // isOpenbPods tells an openb pod list (a CSV whose header names creation_time) from a Gavel trace.

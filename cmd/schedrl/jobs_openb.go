@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -8,6 +10,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/policy"
@@ -41,6 +45,19 @@ type openbJobsOptions struct {
 // defaultOpenbJobsOptions are the defaults the command's flags start from.
 func defaultOpenbJobsOptions() openbJobsOptions {
 	return openbJobsOptions{Policy: "fgd", Queue: "backfill", Cap: tasks.DefaultCap, Coverage: 0.95, SeriesStep: 60}
+}
+
+// addOpenbJobsFlags adds the flags only the openb world reads; o starts from the defaults.
+func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
+	*o = defaultOpenbJobsOptions()
+	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(policy.Placers(), ", ")+")")
+	f.Float64Var(&o.Cap, "cap", o.Cap, "openb traces: cut run times to this many seconds (0: none; the trace's longest tasks run for months)")
+	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "openb traces: seconds from the start left out of the measures")
+	f.Float64Var(&o.Duration, "duration", o.Duration, "openb traces: seconds of Poisson arrivals (or --tasks)")
+	f.IntVar(&o.Count, "tasks", o.Count, "openb traces: number of Poisson arrivals (or --duration)")
+	f.StringVar(&o.Log, "log", "", "openb traces: write the version-2 decision log here")
+	f.StringVar(&o.Series, "series", "", "openb traces: write the allocation/queue time series CSV here")
+	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "openb traces: seconds between time-series points")
 }
 
 // openbJobsSummary is the printed result. jobs counts the measured tasks (arrived after the
