@@ -1,5 +1,7 @@
 // Command schedrl trains, evaluates and publishes scheduling policies for shared GPU clusters.
-// Each subcommand lives in its own file and only parses flags and calls a package.
+// Each subcommand lives in its own file, following cli/cli's pattern: newXCmd builds the cobra
+// command and fills an options struct from the flags, runX(ctx, opts) does the work, and a
+// test passes its own runF to check the parsed options without running anything.
 package main
 
 import (
@@ -10,15 +12,32 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var rootCmd = &cobra.Command{
-	Use:           "schedrl",
-	Short:         "Train scheduling policies for shared GPU clusters (offline BC, then PPO)",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// newRootCmd lists the subcommands; a new one is one more entry here.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "schedrl",
+		Short:         "Train scheduling policies for shared GPU clusters (offline BC, then PPO)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(
+		newSimCmd(nil),
+		newDatasetsCmd(),
+		newPretrainCmd(nil),
+		newFinetuneCmd(nil),
+		newEvalCmd(nil),
+		newDefragCmd(),
+		newRegistryCmd(),
+		newPipelineCmd(),
+		newDoctorCmd(nil),
+		newConfigCmd(),
+		newVersionCmd(nil),
+	)
+	return root
 }
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
+	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "schedrl:", err)
 		os.Exit(1)
 	}
