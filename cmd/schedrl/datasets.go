@@ -76,8 +76,9 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")
 	f.StringVar(&nodes, "nodes", "", "node list CSV every log header must match (optional)")
-	f.IntVar(&workers, "workers", 0, "logs replayed in parallel (0: one per CPU)")
-	f.IntVar(&shardRows, "shard-rows", 100000, "most rows per Parquet shard")
+	intFlag(f, &workers, "workers", 0, 0, "logs replayed in parallel (0: one per CPU)")
+	intFlag(f, &shardRows, "shard-rows", 100000, 1, "most rows per Parquet shard")
+	markOutput(f, "out", "dir")
 	config.AddFlags(f, "")
 	return cmd
 }

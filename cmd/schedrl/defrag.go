@@ -35,9 +35,9 @@ func (d *defragFlags) add(f *pflag.FlagSet, placerFlag string) {
 	f.StringVar(&d.placer, placerFlag, "", "placement policy of the arrivals and of pending tasks (default fgd): "+strings.Join(policy.Placers(), ", "))
 	f.Uint64Var(&d.seed, "seed", 0, "state seed (workload, tie-breaks, departures)")
 	f.Float64Var(&d.departures, "departures", 0, "share of running tasks that depart after the arrivals (default 0.1)")
-	f.IntVar(&d.maxPending, "max-pending", 0, "pending queue length cap (default 200)")
+	intFlag(f, &d.maxPending, "max-pending", 0, 0, "pending queue length cap (default 200)")
 	f.Float64Var(&d.budget, "budget", 0, "migration budget: a count, or a fraction of running tasks when < 1 (default 50)")
-	f.IntVar(&d.samples, "samples", 0, "sample K plans and keep the best (default 1)")
+	intFlag(f, &d.samples, "samples", 0, 1, "sample K plans and keep the best (default 1)")
 }
 
 // load reads the config and applies the set flags.
@@ -125,6 +125,7 @@ func newDefragSnapshotCmd(runF func(context.Context, *defragSnapshotOptions) err
 	}
 	flags.add(cmd.Flags(), "policy")
 	cmd.Flags().StringVar(&opts.Snapshot, "out", "", "snapshot JSON to write")
+	markOutput(cmd.Flags(), "out", "file")
 	return cmd
 }
 
@@ -175,6 +176,8 @@ func newDefragPlanCmd(runF func(context.Context, *defragPlanOptions) error) *cob
 	cmd.Flags().StringVar(&opts.Model, "model", "", "plan with a trained defrag checkpoint (pretrain/finetune output on a defrag dataset) instead of --policy")
 	cmd.Flags().StringVar(&opts.Plan, "out", "", "plan JSON to write")
 	cmd.Flags().StringVar(&opts.Log, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
+	markOutput(cmd.Flags(), "out", "file")
+	markOutput(cmd.Flags(), "log", "file")
 	return cmd
 }
 
@@ -310,6 +313,7 @@ func newDefragDemosCmd(runF func(context.Context, *defragDemosOptions) error) *c
 	cmd.Flags().StringVar(&opts.Seeds, "seeds", "1000-1059", "training state seeds, e.g. 1000-1059")
 	cmd.Flags().StringVar(&opts.Method, "method", "greedy", "expert planning method: "+strings.Join(defrag.Methods(), ", "))
 	cmd.Flags().StringVar(&opts.Dir, "out", "", "directory of the logs to write")
+	markOutput(cmd.Flags(), "out", "dir")
 	return cmd
 }
 

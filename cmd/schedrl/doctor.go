@@ -45,7 +45,7 @@ func newDoctorCmd(runF func(context.Context, *doctorOptions) error) *cobra.Comma
 	}
 	config.AddFlags(cmd.Flags(), "")
 	cmd.Flags().BoolVar(&opts.Strict, "strict", false, "fail when a configured service is unreachable")
-	cmd.Flags().DurationVar(&opts.Timeout, "timeout", 3*time.Second, "time allowed to each service check")
+	durationFlag(cmd.Flags(), &opts.Timeout, "timeout", 3*time.Second, "time allowed to each service check")
 	return cmd
 }
 

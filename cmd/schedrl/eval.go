@@ -6,10 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -87,7 +85,8 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	f.StringVar(&baseline, "baseline", "", "policy the others are compared with seed by seed (default: the first)")
 	f.StringVar(&nodes, "nodes", "", "node list CSV")
 	f.StringVar(&tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
-	f.IntVar(&parallelism, "parallelism", 0, "concurrent runs (default: all CPUs)")
+	intFlag(f, &parallelism, "parallelism", 0, 0, "concurrent runs (default: all CPUs)")
+	markOutput(f, "out", "dir")
 	f.BoolVar(&noPaper, "no-paper", false, "do not overlay the paper's published curves")
 	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
 	return cmd
@@ -99,8 +98,6 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	if err := ec.Validate(); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	resolve, cleanup := policyResolver(cfg, slog.Default())
 	defer cleanup()
 	m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolve, Force: opts.Force,
@@ -163,7 +160,9 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 				}
 			}
 			dest := filepath.Join(pulled, ref.Name+"@"+ref.Tag)
-			if _, err := reg.Pull(context.Background(), ref.Raw, dest, true); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Registry.Deadline)
+			defer cancel()
+			if _, err := reg.Pull(ctx, ref.Raw, dest, true); err != nil {
 				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
 			}
 			return loadCheckpoint(ref, dest)

@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -65,7 +63,8 @@ func newFinetuneCmd(runF func(context.Context, *finetuneOptions) error) *cobra.C
 	}
 	cmd.Flags().StringVar(&from, "from", "", `pretrained checkpoint directory, or "none" (default: finetune.from)`)
 	cmd.Flags().StringVar(&out, "out", "", "run directory, the fine-tuned checkpoint (default: finetune.out)")
-	cmd.Flags().IntVar(&totalSteps, "total-steps", 0, "budget in environment steps (default: finetune.total_steps)")
+	intFlag(cmd.Flags(), &totalSteps, "total-steps", 0, 1, "budget in environment steps (default: finetune.total_steps)")
+	markOutput(cmd.Flags(), "out", "dir")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	config.AddFlags(cmd.Flags(), "")
 	cmd.AddCommand(newFinetunePlotCmd(nil))
@@ -77,8 +76,6 @@ func runFinetune(ctx context.Context, opts *finetuneOptions) error {
 	if err := cfg.Finetune.Validate(); err != nil {
 		return fmt.Errorf("finetune.%w", err)
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var o finetune.Options
 	if isTerminal(os.Stderr) {
 		o.Bar = os.Stderr
@@ -131,6 +128,7 @@ func newFinetunePlotCmd(runF func(context.Context, *finetunePlotOptions) error) 
 	cmd.Flags().StringArrayVar(&opts.Runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
 	cmd.Flags().StringArrayVar(&opts.Refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
 	cmd.Flags().StringVar(&opts.Out, "out", "finetune.png", "PNG to write")
+	markOutput(cmd.Flags(), "out", "file")
 	cmd.Flags().StringVar(&opts.Title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
 	_ = cmd.MarkFlagRequired("run")
 	return cmd

@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -79,8 +77,6 @@ func runPipelineRun(ctx context.Context, opts *pipelineRunOptions) error {
 		return err
 	}
 	defer cleanup()
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	rec, runErr := p.Run(ctx, pipeline.Options{
 		Dir: cfg.Pipeline.Dir, CodeRevision: rev, Force: opts.Force, From: opts.From,
 		ConfigFile: opts.ConfigFile, Log: slog.Default(), Terminal: isTerminal(os.Stderr),

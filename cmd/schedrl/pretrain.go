@@ -7,8 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -69,7 +67,8 @@ func newPretrainCmd(runF func(context.Context, *pretrainOptions) error) *cobra.C
 	f.StringVar(&dataset, "data", "", "same as --dataset")
 	f.StringVar(&valDataset, "val-dataset", "", "validation dataset directory (default: pretrain.val_dataset, else the dataset's val split)")
 	f.StringVar(&out, "out", "", "checkpoint directory (default: pretrain.out)")
-	f.IntVar(&epochs, "epochs", 0, "epochs (default: pretrain.epochs)")
+	intFlag(f, &epochs, "epochs", 0, 1, "epochs (default: pretrain.epochs)")
+	markOutput(f, "out", "dir")
 	f.BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	return cmd
 }
@@ -85,8 +84,6 @@ func runPretrain(ctx context.Context, opts *pretrainOptions) error {
 	if isTerminal(os.Stderr) {
 		o.Bar = os.Stderr
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	res, err := pretrain.Run(ctx, o)
 	if err != nil {
 		return err

@@ -6,11 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -60,14 +57,18 @@ func (o *registryIO) open() (*registry.Registry, error) {
 	return registry.Open(o.Registry, slog.Default())
 }
 
-// registryRunE fills opts' registryIO and calls runF: the RunE of every registry subcommand.
+// registryRunE fills opts' registryIO and calls runF under registry.deadline: the RunE of every
+// registry subcommand but serve.
 func registryRunE[O any](opts *O, rio *registryIO, args *[]string, runF func(context.Context, *O) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := rio.fill(cmd); err != nil {
 			return err
 		}
 		*args = a
-		return runF(cmd.Context(), opts)
+		ctx, cancel := context.WithTimeoutCause(cmd.Context(), rio.Registry.Deadline,
+			fmt.Errorf("registry command did not finish within registry.deadline %v", rio.Registry.Deadline))
+		defer cancel()
+		return runF(ctx, opts)
 	}
 }
 
@@ -239,6 +240,7 @@ func newRegistryPullCmd(runF func(context.Context, *registryPullOptions) error) 
 	})
 	cmd.Flags().StringVar(&opts.To, "to", "", "destination directory (must not exist unless --force)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace an existing destination")
+	markOutput(cmd.Flags(), "to", "dir")
 	cmd.MarkFlagRequired("to")
 	return cmd
 }
@@ -371,13 +373,18 @@ func newRegistryServeCmd(runF func(context.Context, *registryServeOptions) error
 		runF = runRegistryServe
 	}
 	opts := &registryServeOptions{}
-	var args []string
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080]",
 		Short: "Serve a web page listing models, versions, metrics, lineage and report plots",
 		Args:  cobra.NoArgs,
 	}
-	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, runF)
+	// No deadline: a server runs until it is interrupted.
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := opts.fill(cmd); err != nil {
+			return err
+		}
+		return runF(cmd.Context(), opts)
+	}
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "listen address")
 	return cmd
 }
@@ -387,8 +394,6 @@ func runRegistryServe(ctx context.Context, opts *registryServeOptions) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.WithoutCancel(ctx), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return r.Serve(ctx, opts.Addr, nil)
 }
 

@@ -130,11 +130,14 @@ func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
 	f.StringVar(&opts.Log, "log", "", "write the decision log (JSON lines) here")
 	f.StringVar(&opts.LogDir, "log-dir", "", "batch: write one decision log per (pods, seed) here")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary (one object per run)")
-	f.IntVar(&opts.Workers, "workers", 0, "batch: concurrent runs (0: one per CPU)")
+	intFlag(f, &opts.Workers, "workers", 0, 0, "batch: concurrent runs (0: one per CPU)")
+	markOutput(f, "out", "file")
+	markOutput(f, "log", "file")
+	markOutput(f, "log-dir", "dir")
 	return cmd
 }
 
-func runSim(_ context.Context, opts *simOptions) error {
+func runSim(ctx context.Context, opts *simOptions) error {
 	start := time.Now()
 	cfg := opts.Config
 	sc := cfg.Sim
@@ -151,7 +154,7 @@ func runSim(_ context.Context, opts *simOptions) error {
 		if opts.Curve != "" || opts.Log != "" {
 			return fmt.Errorf("sim: --out and --log are for a single run; a batch writes logs to --log-dir")
 		}
-		return simBatch(opts.Out, exp, opts.PodList, opts.Seeds, opts.LogDir, sc.Policy, opts.JSON, opts.Workers, newPlacer)
+		return simBatch(ctx, opts.Out, exp, opts.PodList, opts.Seeds, opts.LogDir, sc.Policy, opts.JSON, opts.Workers, newPlacer)
 	}
 	if opts.LogDir != "" {
 		return fmt.Errorf("sim: --log-dir is for batches (--seeds or several --pods); use --log")
@@ -161,7 +164,7 @@ func runSim(_ context.Context, opts *simOptions) error {
 		return err
 	}
 	placer, _ := newPlacer()
-	res, err := p.RunLogged(placer, opts.Log)
+	res, err := p.RunLogged(ctx, placer, opts.Log)
 	if err != nil {
 		return err
 	}
@@ -180,7 +183,7 @@ func runSim(_ context.Context, opts *simOptions) error {
 	return nil
 }
 
-func simBatch(w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
+func simBatch(ctx context.Context, w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
 	seedList := []uint64{base.Seed}
 	if seedSpec != "" {
 		var err error
@@ -206,7 +209,7 @@ func simBatch(w io.Writer, base sim.Experiment, podList []string, seedSpec, dir,
 			jobs = append(jobs, j)
 		}
 	}
-	results := sim.RunBatch(jobs, newPlacer, workers)
+	results := sim.RunBatch(ctx, jobs, newPlacer, workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(tw, "pods\tseed\ttasks\tfailed\talloc_gpu_pct\tfrag_gpu\tlog")

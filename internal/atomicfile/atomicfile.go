@@ -188,3 +188,16 @@ func (d *Dir) Abort() {
 	os.RemoveAll(d.Tmp)
 	live.Delete(d.Tmp)
 }
+
+// Glob is filepath.Glob without the temporaries of writers (in flight or left by a killed
+// process): what every reader of a user's glob calls.
+func Glob(pattern string) ([]string, error) {
+	matches, err := filepath.Glob(pattern)
+	kept := matches[:0]
+	for _, m := range matches {
+		if !IsTemp(m) {
+			kept = append(kept, m)
+		}
+	}
+	return kept, err
+}
