@@ -51,6 +51,9 @@ func Prepare(e Experiment) (*Prepared, error) {
 	for _, n := range nodes {
 		gpuCap += int64(n.GPUs) * MilliPerGPU
 	}
+	if gpuCap == 0 {
+		return nil, fmt.Errorf("%s: no node has a GPU (%d nodes, all CPU-only); the arrival protocol needs GPU capacity", e.NodesPath, len(nodes))
+	}
 	work, err := TuneWorkload(trace, gpuCap, e.Tune, RNG(e.Seed, StreamWorkload))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.PodsPath, err)
