@@ -86,7 +86,16 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
-	again := idempotent(method, path)
+	status, data, err := c.send(ctx, method, target, path, body, idempotent(method, path))
+	if err != nil {
+		return err
+	}
+	return decodeAnswer(path, status, data, out)
+}
+
+// send makes the request, retrying it when again is set; errors name the method, the API
+// path and the server.
+func (c *Client) send(ctx context.Context, method, target, path string, body []byte, again bool) (int, []byte, error) {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
 		status, data, err := c.do(ctx, method, target, body)
@@ -96,18 +105,41 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 				if attempt > 0 {
 					err = fmt.Errorf("after %d attempts: %w", attempt+1, err)
 				}
-				return fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, err)
+				return 0, nil, fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, err)
 			}
-			return decodeAnswer(path, status, data, out)
+			return status, data, nil
 		}
 		c.log.Debug("mlflow request failed; retrying", "path", path, "status", status, "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, context.Cause(ctx))
+			return 0, nil, fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, context.Cause(ctx))
 		case <-time.After(wait):
 		}
 		wait *= 2
 	}
+}
+
+// ProxiedArtifacts reports whether a run's artifact URI is served by the tracking server
+// itself (mlflow-artifacts:/...), so that UploadArtifact can write there.
+func ProxiedArtifacts(artifactURI string) bool {
+	return strings.HasPrefix(artifactURI, proxyScheme)
+}
+
+const proxyScheme = "mlflow-artifacts:/"
+
+// UploadArtifact stores data as artifactURI/path through the server's artifact proxy; the
+// same bytes to the same path change nothing, so it is retried like a GET.
+func (c *Client) UploadArtifact(ctx context.Context, artifactURI, path string, data []byte) error {
+	if !ProxiedArtifacts(artifactURI) {
+		return fmt.Errorf("mlflow artifacts %s: not served by %s (start mlflow server with --serve-artifacts)", artifactURI, c.base)
+	}
+	rel := strings.Trim(strings.TrimPrefix(artifactURI, proxyScheme), "/") + "/" + path
+	api := "mlflow-artifacts/artifacts/" + rel
+	status, answer, err := c.send(ctx, http.MethodPut, c.base+"/api/2.0/"+(&url.URL{Path: api}).EscapedPath(), api, data, true)
+	if err != nil {
+		return err
+	}
+	return decodeAnswer(api, status, answer, nil)
 }
 
 // idempotentPOST are the POSTs that set a value, so that repeating one changes nothing; the
