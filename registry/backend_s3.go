@@ -74,8 +74,11 @@ func (b *s3Backend) call(ctx context.Context, op, key string, idempotent bool, r
 		if err == nil {
 			return nil
 		}
-		if timedOut {
+		switch {
+		case timedOut:
 			err = fmt.Errorf("no answer within %v (registry.s3.timeout): %w", b.timeout, err)
+		case ctx.Err() != nil:
+			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
 		}
 		if !idempotent || !retryable(err) || attempt >= b.retries || ctx.Err() != nil {
 			if attempt > 0 {

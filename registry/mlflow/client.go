@@ -102,6 +102,9 @@ func (c *Client) send(ctx context.Context, method, target, path string, body []b
 		retry := again && (err != nil || status >= 500)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
 			if err != nil {
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+				}
 				if attempt > 0 {
 					err = fmt.Errorf("after %d attempts: %w", attempt+1, err)
 				}
