@@ -149,3 +149,22 @@ func TestRemoveTemps(t *testing.T) {
 		t.Fatalf("left behind: %v", entries)
 	}
 }
+
+// Issue 26 case 2: a temporary left by a killed writer is never taken for input, though
+// Go's glob matches dot-files.
+func TestGlobSkipsTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a_seed1.jsonl", ".a_seed5.jsonl.tmp-123", "b_seed2.jsonl"} {
+		if err := os.WriteFile(filepath.Join(dir, name), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := Glob(filepath.Join(dir, "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{filepath.Join(dir, "a_seed1.jsonl"), filepath.Join(dir, "b_seed2.jsonl")}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Glob = %v, want %v", got, want)
+	}
+}
