@@ -54,7 +54,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 		return nil, BuildStats{}, fmt.Errorf("invalid options: shard rows %d, row group rows %d, gamma %v, val fraction %v",
 			o.ShardRows, o.RowGroupRows, o.Gamma, o.ValFraction)
 	}
-	logs, err := filepath.Glob(o.Logs)
+	logs, err := atomicfile.Glob(o.Logs)
 	if err != nil {
 		return nil, BuildStats{}, fmt.Errorf("logs %q: %w", o.Logs, err)
 	}

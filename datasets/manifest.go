@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/schedrl/schedrl/internal/digest"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 )
 
 // ManifestFile is the name of the manifest inside a dataset directory.
@@ -112,6 +113,9 @@ func (a *statsAcc) stats() Stats {
 
 // ReadManifest loads DIR/manifest.json and checks its schema version.
 func ReadManifest(dir string) (*Manifest, error) {
+	if err := manifestkind.Expect(dir, manifestkind.Dataset); err != nil {
+		return nil, err
+	}
 	path := filepath.Join(dir, ManifestFile)
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -52,7 +52,7 @@ func fgdDataset(t *testing.T, nodes int, seeds ...uint64) string {
 			t.Fatal(err)
 		}
 		fgd, _ := policy.NewPlacer("fgd")
-		if _, err := p.RunLogged(fgd, filepath.Join(dir, fmt.Sprintf("fgd_seed%d.jsonl", seed))); err != nil {
+		if _, err := p.RunLogged(context.Background(), fgd, filepath.Join(dir, fmt.Sprintf("fgd_seed%d.jsonl", seed))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,10 +12,12 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 )
 
-// Errors a Backend returns for the two outcomes the registry acts on.
+// Errors a Backend returns for the outcomes the registry acts on.
 var (
 	ErrNotFound = errors.New("not found")
 	ErrExists   = errors.New("already exists")
+	// ErrNoStore: the store (folder or bucket) does not exist; only a write creates a folder.
+	ErrNoStore = errors.New("no such store")
 )
 
 // Backend is an object store holding keys like "models/NAME/3/model.ot".
@@ -30,7 +32,7 @@ type Backend interface {
 	// Delete removes key; a missing key is not an error.
 	Delete(ctx context.Context, key string) error
 	// List returns the names directly under prefix (which ends in "/"), sub-folders with a
-	// trailing "/", sorted.
+	// trailing "/", sorted; ErrNoStore when the store itself does not exist.
 	List(ctx context.Context, prefix string) ([]string, error)
 	// URI names key for people and for MLflow: file:///abs/dir/key or s3://bucket/prefix/key.
 	URI(key string) string

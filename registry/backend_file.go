@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 )
@@ -20,9 +19,11 @@ import (
 // create-if-absent atomic across processes, as S3's If-None-Match is.
 type fileBackend struct{ root string }
 
+// newFileBackend opens the folder root without creating it: the first Create or Put does, so
+// that a read-only command on a mistyped store fails (ErrNoStore) and leaves nothing behind.
 func newFileBackend(root string) (*fileBackend, error) {
-	if err := os.MkdirAll(root, 0o755); err != nil {
-		return nil, fmt.Errorf("registry store %s: %w", root, err)
+	if st, err := os.Stat(root); err == nil && !st.IsDir() {
+		return nil, fmt.Errorf("registry store %s: not a directory", root)
 	}
 	return &fileBackend{root: root}, nil
 }
@@ -81,6 +82,9 @@ func (b *fileBackend) Delete(_ context.Context, key string) error {
 func (b *fileBackend) List(_ context.Context, prefix string) ([]string, error) {
 	entries, err := os.ReadDir(b.path(prefix))
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, rerr := os.Stat(b.root); errors.Is(rerr, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store %s does not exist: %w", b.URI(""), ErrNoStore)
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -89,7 +93,7 @@ func (b *fileBackend) List(_ context.Context, prefix string) ([]string, error) {
 	var names []string
 	for _, e := range entries {
 		// Hidden temporaries of writers in flight are not objects.
-		if strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-") {
+		if atomicfile.IsTemp(e.Name()) {
 			continue
 		}
 		if e.IsDir() {

@@ -172,19 +172,44 @@ func (r *Registry) mirrorVersion(ctx context.Context, v Version) (mlflow.ModelVe
 	if err := c.LogBatch(ctx, run.Info.RunID, runMetrics(m.Metrics, m.History, m.Created), runParams(v), nil); err != nil {
 		return mlflow.ModelVersion{}, err
 	}
+	// The version's source is where MLflow's "download" finds its files: the store itself
+	// when it is S3, else (MLflow refuses local paths) a copy uploaded as the run's artifacts.
+	source := v.URI
+	if strings.HasPrefix(source, "file:") {
+		if source, err = r.uploadVersion(ctx, run.Info.ArtifactURI, v); err != nil {
+			return mlflow.ModelVersion{}, err
+		}
+	}
 	if err := c.FinishRun(ctx, run.Info.RunID, time.Now()); err != nil {
 		return mlflow.ModelVersion{}, err
 	}
 	if err := c.EnsureRegisteredModel(ctx, v.Model); err != nil {
 		return mlflow.ModelVersion{}, err
 	}
-	// MLflow refuses local paths as a version source unless they lie in the run's artifact
-	// folder; a file:// store's location stays in the schedrl.uri tag.
-	source := v.URI
-	if strings.HasPrefix(source, "file:") {
-		source = run.Info.ArtifactURI
-	}
 	return c.CreateModelVersion(ctx, v.Model, source, run.Info.RunID, tags)
+}
+
+// artifactFolder is the folder of a run's artifacts that holds the uploaded version.
+const artifactFolder = "model"
+
+// uploadVersion copies v's files and manifest from the store into the run's artifact folder
+// and returns that folder's URI.
+func (r *Registry) uploadVersion(ctx context.Context, artifactURI string, v Version) (string, error) {
+	prefix := versionPrefix(v.Model, v.Number)
+	paths := []string{checkpoint.ManifestFile}
+	for _, f := range v.Manifest.Files {
+		paths = append(paths, f.Path)
+	}
+	for _, p := range paths {
+		data, err := r.read(ctx, prefix+p)
+		if err != nil {
+			return "", err
+		}
+		if err := r.mirror.UploadArtifact(ctx, artifactURI, artifactFolder+"/"+p, data); err != nil {
+			return "", fmt.Errorf("upload %s: %w", p, err)
+		}
+	}
+	return strings.TrimRight(artifactURI, "/") + "/" + artifactFolder, nil
 }
 
 func runParams(v Version) []mlflow.Param {
@@ -198,11 +223,33 @@ func runParams(v Version) []mlflow.Param {
 			params = append(params, mlflow.Param{Key: k, Value: val})
 		}
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Hyper)) {
-		params = append(params, mlflow.Param{Key: "hyper." + k, Value: fmt.Sprint(m.Hyper[k])})
+	// Through JSON, so that struct values flatten like the maps a read manifest holds.
+	var hyper map[string]any
+	if data, err := json.Marshal(m.Hyper); err == nil && json.Unmarshal(data, &hyper) == nil {
+		params = append(params, flatParams("hyper", hyper)...)
 	}
 	slices.SortFunc(params, func(a, b mlflow.Param) int { return strings.Compare(a.Key, b.Key) })
 	return params
+}
+
+// flatParams turns nested hyper-parameters into one MLflow param per leaf, keys joined by
+// ".": hyper.arch.encoder_layers=2. Lists are JSON, numbers as JSON writes them.
+func flatParams(prefix string, v any) []mlflow.Param {
+	if m, ok := v.(map[string]any); ok {
+		var out []mlflow.Param
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, flatParams(prefix+"."+k, m[k])...)
+		}
+		return out
+	}
+	if s, ok := v.(string); ok {
+		return []mlflow.Param{{Key: prefix, Value: s}}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return []mlflow.Param{{Key: prefix, Value: fmt.Sprint(v)}}
+	}
+	return []mlflow.Param{{Key: prefix, Value: string(data)}}
 }
 
 // runMetrics logs curves at their steps and each final metric after its curve's last step,

@@ -43,6 +43,9 @@ func (r *Registry) Publish(ctx context.Context, model, dir string) (Version, err
 	}
 	digest := m.Digest()
 	before, err := r.Versions(ctx, model)
+	if errors.Is(err, ErrNoStore) {
+		before, err = nil, nil // the first publish creates a file:// store
+	}
 	if err != nil {
 		return Version{}, fmt.Errorf("publish %s: %w", model, err)
 	}
@@ -71,6 +74,9 @@ func (r *Registry) Publish(ctx context.Context, model, dir string) (Version, err
 // number claimed earlier by the same checkpoint but never completed is taken over.
 func (r *Registry) claimNumber(ctx context.Context, model, digest string) (int, error) {
 	numbers, err := r.claimed(ctx, model)
+	if errors.Is(err, ErrNoStore) {
+		numbers, err = nil, nil
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -253,3 +253,37 @@ func TestNames(t *testing.T) {
 		t.Fatal("resolved m@../x")
 	}
 }
+
+// Issue 26 case 4: a read-only command on a store that does not exist fails saying so and
+// creates nothing; the first publish creates it.
+func TestMissingFileStoreIsAnErrorAndStaysAbsent(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "nostore")
+	cfg := fileConfig(t)
+	cfg.Store = "file://" + dir
+	r := open(t, cfg)
+	if _, err := r.Models(ctx); !errors.Is(err, ErrNoStore) || !strings.Contains(err.Error(), dir+" does not exist") {
+		t.Fatalf("models of a missing store: %v", err)
+	}
+	if _, err := r.Resolve(ctx, "m@1"); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("resolve in a missing store: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a read created the store: %v", err)
+	}
+	if _, err := r.Publish(ctx, "m", makeCheckpoint(t, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if models, err := r.Models(ctx); err != nil || len(models) != 1 {
+		t.Fatalf("after publish: %v %v", models, err)
+	}
+}
+
+// Issue 26 case 13: publishing a directory that does not exist says so.
+func TestPublishMissingDirectory(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "typo")
+	_, err := open(t, fileConfig(t)).Publish(context.Background(), "m", missing)
+	if err == nil || !strings.Contains(err.Error(), missing+" does not exist") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 
@@ -50,6 +51,9 @@ func Prepare(e Experiment) (*Prepared, error) {
 	for _, n := range nodes {
 		gpuCap += int64(n.GPUs) * MilliPerGPU
 	}
+	if gpuCap == 0 {
+		return nil, fmt.Errorf("%s: no node has a GPU (%d nodes, all CPU-only); the arrival protocol needs GPU capacity", e.NodesPath, len(nodes))
+	}
 	work, err := TuneWorkload(trace, gpuCap, e.Tune, RNG(e.Seed, StreamWorkload))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", e.PodsPath, err)
@@ -85,7 +89,7 @@ func (p *Prepared) LogMeta(policy string) map[string]string {
 }
 
 // RunLogged runs the experiment writing its decision log atomically to logPath ("" for none).
-func (p *Prepared) RunLogged(placer Placer, logPath string) (RunResult, error) {
+func (p *Prepared) RunLogged(ctx context.Context, placer Placer, logPath string) (RunResult, error) {
 	if logPath == "" {
 		_, res, err := p.Run(placer, nil)
 		return res, err
@@ -99,7 +103,7 @@ func (p *Prepared) RunLogged(placer Placer, logPath string) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
-	lw, err := NewLogWriter(f, NewLogHeader(c, p.LogMeta(placer.Name())))
+	lw, err := NewLogWriter(ctxWriter{ctx, f}, NewLogHeader(c, p.LogMeta(placer.Name())))
 	if err != nil {
 		return RunResult{}, err
 	}
@@ -111,6 +115,20 @@ func (p *Prepared) RunLogged(placer Placer, logPath string) (RunResult, error) {
 		return res, err
 	}
 	return res, f.Commit()
+}
+
+// ctxWriter fails once ctx is done, so a cancelled run stops at its next buffered write and
+// its temporary log is aborted.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c ctxWriter) Write(b []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(b)
 }
 
 // WriteCurve writes the curve CSV (arrived_pct,alloc_gpu_pct,frag_gpu,frag_ratio_pct).
@@ -151,8 +169,9 @@ type JobResult struct {
 }
 
 // RunBatch runs jobs on up to workers goroutines (0: one per CPU), each with its own placer
-// from newPlacer; results come back in job order.
-func RunBatch(jobs []Job, newPlacer func() (Placer, error), workers int) []JobResult {
+// from newPlacer; results come back in job order. Once ctx is done, logged runs stop at their
+// next write and jobs not started get ctx's error.
+func RunBatch(ctx context.Context, jobs []Job, newPlacer func() (Placer, error), workers int) []JobResult {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -166,11 +185,15 @@ func RunBatch(jobs []Job, newPlacer func() (Placer, error), workers int) []JobRe
 			for i := range next {
 				start := time.Now()
 				out[i] = JobResult{Job: jobs[i]}
+				if err := ctx.Err(); err != nil {
+					out[i].Err = err
+					continue
+				}
 				placer, err := newPlacer()
 				if err == nil {
 					var p *Prepared
 					if p, err = Prepare(jobs[i].Experiment); err == nil {
-						out[i].Result, err = p.RunLogged(placer, jobs[i].LogPath)
+						out[i].Result, err = p.RunLogged(ctx, placer, jobs[i].LogPath)
 					}
 				}
 				out[i].Err, out[i].WallSeconds = err, time.Since(start).Seconds()

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -216,7 +217,7 @@ func TestRunBatchMatchesSequentialRuns(t *testing.T) {
 		e.Seed = s
 		jobs = append(jobs, sim.Job{Experiment: e, LogPath: filepath.Join(t.TempDir(), "log.jsonl")})
 	}
-	out := sim.RunBatch(jobs, func() (sim.Placer, error) { return policy.NewPlacer("bestfit") }, 2)
+	out := sim.RunBatch(context.Background(), jobs, func() (sim.Placer, error) { return policy.NewPlacer("bestfit") }, 2)
 	for i, r := range out {
 		if r.Err != nil {
 			t.Fatal(r.Err)
@@ -237,7 +238,7 @@ func TestRunBatchMatchesSequentialRuns(t *testing.T) {
 			t.Fatalf("job %d: log not written: %v", i, err)
 		}
 	}
-	bad := sim.RunBatch([]sim.Job{{Experiment: sim.Experiment{NodesPath: "/nonexistent"}}}, func() (sim.Placer, error) { return policy.NewPlacer("fgd") }, 1)
+	bad := sim.RunBatch(context.Background(), []sim.Job{{Experiment: sim.Experiment{NodesPath: "/nonexistent"}}}, func() (sim.Placer, error) { return policy.NewPlacer("fgd") }, 1)
 	if bad[0].Err == nil {
 		t.Fatal("a job with a missing node list must report an error")
 	}

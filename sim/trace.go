@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/schedrl/schedrl/internal/textfile"
 )
 
 var (
@@ -34,7 +36,11 @@ func openTable(path string, required, optional []string, body func(t *csvTable) 
 		return err
 	}
 	defer f.Close()
-	r := csv.NewReader(f)
+	text, err := textfile.Reader(f, path, "a CSV with header "+strings.Join(required, ","))
+	if err != nil {
+		return err
+	}
+	r := csv.NewReader(text)
 	r.FieldsPerRecord = -1
 	r.ReuseRecord = true
 	head, err := r.Read()

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"github.com/spf13/cobra"
@@ -12,16 +14,25 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 )
 
-func init() {
+func newDatasetsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "datasets",
 		Short: "Turn decision logs into Parquet transition datasets and inspect them",
 	}
-	cmd.AddCommand(datasetsBuildCmd(), datasetsInspectCmd())
-	rootCmd.AddCommand(cmd)
+	cmd.AddCommand(newDatasetsBuildCmd(nil), newDatasetsInspectCmd(nil))
+	return cmd
 }
 
-func datasetsBuildCmd() *cobra.Command {
+// datasetsBuildOptions: the config, its datasets section with the flags applied.
+type datasetsBuildOptions struct {
+	Config config.Config
+}
+
+func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDatasetsBuild
+	}
+	opts := &datasetsBuildOptions{}
 	var (
 		logs, envName, out, nodes string
 		valFraction               float64
@@ -42,7 +53,7 @@ func datasetsBuildCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			dc := cfg.Datasets
+			dc := &cfg.Datasets
 			f := cmd.Flags()
 			for name, apply := range map[string]func(){
 				"logs": func() { dc.Logs = logs }, "env": func() { dc.Env = envName }, "out": func() { dc.Out = out },
@@ -54,28 +65,8 @@ func datasetsBuildCmd() *cobra.Command {
 					apply()
 				}
 			}
-			if err := dc.Validate(); err != nil {
-				return fmt.Errorf("datasets: %w", err)
-			}
-			if dc.Logs == "" || dc.Out == "" {
-				return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
-			}
-			m, stats, err := datasets.Build(datasets.BuildOptions{
-				Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: dc.Nodes,
-				ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
-				Workers: dc.Workers, Gamma: dc.Gamma,
-				EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},
-				Defrag:     defragOptions(cfg),
-			})
-			if err != nil {
-				return err
-			}
-			secs := stats.Elapsed.Seconds()
-			slog.Info("datasets: built", "out", dc.Out, "rows", m.Rows, "episodes", len(m.Episodes),
-				"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
-				"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
-				"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
-			return nil
+			opts.Config = cfg
+			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -85,32 +76,74 @@ func datasetsBuildCmd() *cobra.Command {
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")
 	f.StringVar(&nodes, "nodes", "", "node list CSV every log header must match (optional)")
-	f.IntVar(&workers, "workers", 0, "logs replayed in parallel (0: one per CPU)")
-	f.IntVar(&shardRows, "shard-rows", 100000, "most rows per Parquet shard")
+	intFlag(f, &workers, "workers", 0, 0, "logs replayed in parallel (0: one per CPU)")
+	intFlag(f, &shardRows, "shard-rows", 100000, 1, "most rows per Parquet shard")
+	markOutput(f, "out", "dir")
 	config.AddFlags(f, "")
 	return cmd
 }
 
-func datasetsInspectCmd() *cobra.Command {
-	var asJSON bool
+func runDatasetsBuild(_ context.Context, opts *datasetsBuildOptions) error {
+	cfg := opts.Config
+	dc := cfg.Datasets
+	if err := dc.Validate(); err != nil {
+		return fmt.Errorf("datasets: %w", err)
+	}
+	if dc.Logs == "" || dc.Out == "" {
+		return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
+	}
+	m, stats, err := datasets.Build(datasets.BuildOptions{
+		Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: dc.Nodes,
+		ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
+		Workers: dc.Workers, Gamma: dc.Gamma,
+		EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},
+		Defrag:     defragOptions(cfg),
+	})
+	if err != nil {
+		return err
+	}
+	secs := stats.Elapsed.Seconds()
+	slog.Info("datasets: built", "out", dc.Out, "rows", m.Rows, "episodes", len(m.Episodes),
+		"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
+		"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
+		"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
+	return nil
+}
+
+type datasetsInspectOptions struct {
+	Out  io.Writer
+	Dir  string
+	JSON bool
+}
+
+func newDatasetsInspectCmd(runF func(context.Context, *datasetsInspectOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDatasetsInspect
+	}
+	opts := &datasetsInspectOptions{}
 	cmd := &cobra.Command{
 		Use:   "inspect DIR",
 		Short: "Verify a dataset and print its counts, schema, reward and action statistics",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rep, err := datasets.Inspect(args[0])
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			rep.Print(cmd.OutOrStdout())
-			return nil
+			opts.Out, opts.Dir = cmd.OutOrStdout(), args[0]
+			return runF(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the report as JSON")
 	return cmd
+}
+
+func runDatasetsInspect(_ context.Context, opts *datasetsInspectOptions) error {
+	rep, err := datasets.Inspect(opts.Dir)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(opts.Out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	rep.Print(opts.Out)
+	return nil
 }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -33,9 +35,9 @@ func (d *defragFlags) add(f *pflag.FlagSet, placerFlag string) {
 	f.StringVar(&d.placer, placerFlag, "", "placement policy of the arrivals and of pending tasks (default fgd): "+strings.Join(policy.Placers(), ", "))
 	f.Uint64Var(&d.seed, "seed", 0, "state seed (workload, tie-breaks, departures)")
 	f.Float64Var(&d.departures, "departures", 0, "share of running tasks that depart after the arrivals (default 0.1)")
-	f.IntVar(&d.maxPending, "max-pending", 0, "pending queue length cap (default 200)")
+	intFlag(f, &d.maxPending, "max-pending", 0, 0, "pending queue length cap (default 200)")
 	f.Float64Var(&d.budget, "budget", 0, "migration budget: a count, or a fraction of running tasks when < 1 (default 50)")
-	f.IntVar(&d.samples, "samples", 0, "sample K plans and keep the best (default 1)")
+	intFlag(f, &d.samples, "samples", 0, 1, "sample K plans and keep the best (default 1)")
 }
 
 // load reads the config and applies the set flags.
@@ -74,45 +76,87 @@ func defragOptions(cfg config.Config) env.DefragOptions {
 		MigrationCost: cfg.Defrag.MigrationCost}
 }
 
-func init() {
+func newDefragCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "defrag",
 		Short: "Defragmentation: fragmented starting states, migration plans, method comparison",
 	}
+	cmd.AddCommand(newDefragSnapshotCmd(nil), newDefragPlanCmd(nil), newDefragCompareCmd(nil), newDefragDemosCmd(nil))
+	return cmd
+}
 
-	var snapFlags defragFlags
-	var snapOut string
-	snapshot := &cobra.Command{
+// defragIO is what every defrag subcommand gets: its output and the config with the shared
+// defrag flags applied.
+type defragIO struct {
+	Out    io.Writer
+	Config config.Config
+}
+
+// defragRunE loads the config through flags, fills rio and calls runF.
+func defragRunE[O any](opts *O, rio *defragIO, flags *defragFlags, runF func(context.Context, *O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, err := flags.load(cmd)
+		if err != nil {
+			return err
+		}
+		rio.Out, rio.Config = cmd.OutOrStdout(), cfg
+		return runF(cmd.Context(), opts)
+	}
+}
+
+type defragSnapshotOptions struct {
+	defragIO
+	Snapshot string // --out
+}
+
+func newDefragSnapshotCmd(runF func(context.Context, *defragSnapshotOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDefragSnapshot
+	}
+	opts := &defragSnapshotOptions{}
+	var flags defragFlags
+	cmd := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Make a fragmented starting state (arrivals, random departures, pending queue) as a snapshot JSON",
 		Example: "  schedrl defrag snapshot --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv \\\n" +
 			"    --policy fgd --seed 49 --departures 0.1 --out snap.json",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := snapFlags.load(cmd)
-			if err != nil {
-				return err
-			}
-			if snapOut == "" {
-				return fmt.Errorf("defrag snapshot: --out is required")
-			}
-			s, err := defrag.MakeState(stateSpec(cfg))
-			if err != nil {
-				return err
-			}
-			if err := sim.WriteSnapshotFile(snapOut, s); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d nodes, %d running tasks, %d pending\n", snapOut, len(s.Nodes), len(s.Running), len(s.Pending))
-			return nil
-		},
+		RunE: defragRunE(opts, &opts.defragIO, &flags, runF),
 	}
-	snapFlags.add(snapshot.Flags(), "policy")
-	snapshot.Flags().StringVar(&snapOut, "out", "", "snapshot JSON to write")
+	flags.add(cmd.Flags(), "policy")
+	cmd.Flags().StringVar(&opts.Snapshot, "out", "", "snapshot JSON to write")
+	markOutput(cmd.Flags(), "out", "file")
+	return cmd
+}
 
-	var planFlags defragFlags
-	var snapPath, method, model, planOut, planLog string
-	plan := &cobra.Command{
+func runDefragSnapshot(_ context.Context, opts *defragSnapshotOptions) error {
+	if opts.Snapshot == "" {
+		return fmt.Errorf("defrag snapshot: --out is required")
+	}
+	s, err := defrag.MakeState(stateSpec(opts.Config))
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteSnapshotFile(opts.Snapshot, s); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%s: %d nodes, %d running tasks, %d pending\n", opts.Snapshot, len(s.Nodes), len(s.Running), len(s.Pending))
+	return nil
+}
+
+type defragPlanOptions struct {
+	defragIO
+	Snapshot, Method, Model, Plan, Log string
+	MethodSet                          bool // --policy given
+}
+
+func newDefragPlanCmd(runF func(context.Context, *defragPlanOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDefragPlan
+	}
+	opts := &defragPlanOptions{}
+	var flags defragFlags
+	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan migrations for a snapshot with a heuristic (--policy) or a checkpoint (--model) and write them with predicted outcomes",
 		Long: "Plans at most --budget migrations for the snapshot with a planning method (" + strings.Join(defrag.Methods(), ", ") + "),\n" +
@@ -121,114 +165,140 @@ func init() {
 			"of K sampled plans by reward (a --model's sample 0 is its greedy decoding, the others are drawn from\n" +
 			"its masked softmax). Pending tasks are placed with the defrag section's placer (fgd).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := planFlags.load(cmd)
-			if err != nil {
-				return err
-			}
-			switch {
-			case snapPath == "" || planOut == "":
-				return fmt.Errorf("defrag plan: --snapshot and --out are required")
-			case model != "" && cmd.Flags().Changed("policy"):
-				return fmt.Errorf("defrag plan: give --model or --policy, not both")
-			}
-			var planner defrag.Planner
-			if model != "" {
-				planner, err = modelPlanner(cfg, model)
-			} else {
-				planner, err = defrag.NewPlanner(method)
-			}
-			if err != nil {
-				return fmt.Errorf("defrag plan: %w", err)
-			}
-			s, _, _, err := sim.ReadSnapshotFile(snapPath)
-			if err != nil {
-				return err
-			}
-			pr, err := defrag.NewProblem(s, cfg.Defrag.Placer, defragOptions(cfg))
-			if err != nil {
-				return fmt.Errorf("%s: %w", snapPath, err)
-			}
-			pr.Options.Budget = defrag.BudgetFor(cfg.Defrag.Budget, pr.Cluster.Running())
-			p, err := defrag.Best(pr, planner, cfg.Defrag.Samples, cfg.Sim.Seed)
-			if err != nil {
-				return err
-			}
-			if planLog != "" {
-				meta := map[string]string{"protocol": "defrag-plan", "policy": p.Method, "snapshot": snapPath}
-				if err := defrag.WriteLog(planLog, pr, p, meta); err != nil {
-					return err
-				}
-			}
-			if err := defrag.WritePlan(planOut, p); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d migrations (budget %d); fragment %.1f%% -> %.1f%% of idle; pending placeable %d -> %d tasks (%.1f -> %.1f GPUs); %.3f s\n",
-				p.Method, len(p.Steps), p.Budget, p.Before.FragRatioPct, p.After.FragRatioPct, p.Before.PendingPlaced, p.After.PendingPlaced,
-				p.Before.PendingGPUs, p.After.PendingGPUs, p.WallSeconds)
-			return nil
-		},
 	}
-	planFlags.add(plan.Flags(), "placer")
-	plan.Flags().StringVar(&snapPath, "snapshot", "", "snapshot JSON (from defrag snapshot)")
-	plan.Flags().StringVar(&method, "policy", "greedy", "planning method: "+strings.Join(defrag.Methods(), ", "))
-	plan.Flags().StringVar(&model, "model", "", "plan with a trained defrag checkpoint (pretrain/finetune output on a defrag dataset) instead of --policy")
-	plan.Flags().StringVar(&planOut, "out", "", "plan JSON to write")
-	plan.Flags().StringVar(&planLog, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
+	cmd.RunE = defragRunE(opts, &opts.defragIO, &flags, func(ctx context.Context, o *defragPlanOptions) error {
+		o.MethodSet = cmd.Flags().Changed("policy")
+		return runF(ctx, o)
+	})
+	flags.add(cmd.Flags(), "placer")
+	cmd.Flags().StringVar(&opts.Snapshot, "snapshot", "", "snapshot JSON (from defrag snapshot)")
+	cmd.Flags().StringVar(&opts.Method, "policy", "greedy", "planning method: "+strings.Join(defrag.Methods(), ", "))
+	cmd.Flags().StringVar(&opts.Model, "model", "", "plan with a trained defrag checkpoint (pretrain/finetune output on a defrag dataset) instead of --policy")
+	cmd.Flags().StringVar(&opts.Plan, "out", "", "plan JSON to write")
+	cmd.Flags().StringVar(&opts.Log, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
+	markOutput(cmd.Flags(), "out", "file")
+	markOutput(cmd.Flags(), "log", "file")
+	return cmd
+}
 
-	var cmpFlags defragFlags
-	var seeds, methods, cmpModel string
-	var asJSON bool
-	compare := &cobra.Command{
+func runDefragPlan(_ context.Context, opts *defragPlanOptions) error {
+	cfg := opts.Config
+	switch {
+	case opts.Snapshot == "" || opts.Plan == "":
+		return fmt.Errorf("defrag plan: --snapshot and --out are required")
+	case opts.Model != "" && opts.MethodSet:
+		return fmt.Errorf("defrag plan: give --model or --policy, not both")
+	}
+	var planner defrag.Planner
+	var err error
+	if opts.Model != "" {
+		planner, err = modelPlanner(cfg, opts.Model)
+	} else {
+		planner, err = defrag.NewPlanner(opts.Method)
+	}
+	if err != nil {
+		return fmt.Errorf("defrag plan: %w", err)
+	}
+	s, _, _, err := sim.ReadSnapshotFile(opts.Snapshot)
+	if err != nil {
+		return err
+	}
+	pr, err := defrag.NewProblem(s, cfg.Defrag.Placer, defragOptions(cfg))
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.Snapshot, err)
+	}
+	pr.Options.Budget = defrag.BudgetFor(cfg.Defrag.Budget, pr.Cluster.Running())
+	p, err := defrag.Best(pr, planner, cfg.Defrag.Samples, cfg.Sim.Seed)
+	if err != nil {
+		return err
+	}
+	if opts.Log != "" {
+		meta := map[string]string{"protocol": "defrag-plan", "policy": p.Method, "snapshot": opts.Snapshot}
+		if err := defrag.WriteLog(opts.Log, pr, p, meta); err != nil {
+			return err
+		}
+	}
+	if err := defrag.WritePlan(opts.Plan, p); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%s: %d migrations (budget %d); fragment %.1f%% -> %.1f%% of idle; pending placeable %d -> %d tasks (%.1f -> %.1f GPUs); %.3f s\n",
+		p.Method, len(p.Steps), p.Budget, p.Before.FragRatioPct, p.After.FragRatioPct, p.Before.PendingPlaced, p.After.PendingPlaced,
+		p.Before.PendingGPUs, p.After.PendingGPUs, p.WallSeconds)
+	return nil
+}
+
+type defragCompareOptions struct {
+	defragIO
+	Seeds, Methods, Model string
+	JSON                  bool
+}
+
+func newDefragCompareCmd(runF func(context.Context, *defragCompareOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDefragCompare
+	}
+	opts := &defragCompareOptions{}
+	var flags defragFlags
+	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Make the state of each seed and plan it with every method at the same budget; print before/after",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := cmpFlags.load(cmd)
-			if err != nil {
-				return err
-			}
-			seedList, err := config.ParseSeeds(seeds)
-			if err != nil {
-				return fmt.Errorf("defrag compare: --seeds: %w", err)
-			}
-			planners, err := defrag.NewPlanners(splitList(strings.Split(methods, ",")))
-			if err != nil {
-				return fmt.Errorf("defrag compare: %w", err)
-			}
-			if cmpModel != "" {
-				p, err := modelPlanner(cfg, cmpModel)
-				if err != nil {
-					return fmt.Errorf("defrag compare: %w", err)
-				}
-				planners = append(planners, p)
-			}
-			rows, err := defrag.Compare(stateSpec(cfg), seedList, planners, cfg.Defrag.Placer,
-				defragOptions(cfg), cfg.Defrag.Budget, cfg.Defrag.Samples)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(rows)
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "seed\tmethod\tfrag_ratio_before\tfrag_ratio_after\tpending_tasks_placed\tpending_gpus_placed\tmigrations\tmoved_gpus\treward\tseconds")
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%d\t%.1f\t%d\t%.1f\t%.2f\t%.3f\n", r.Seed, r.Method, r.Before.FragRatioPct, r.After.FragRatioPct,
-					r.After.PendingPlaced-r.Before.PendingPlaced, r.After.PendingGPUs-r.Before.PendingGPUs, r.After.MigrationsUsed, r.After.MovedGPUs, r.After.Reward, r.Wall)
-			}
-			return tw.Flush()
-		},
+		RunE:  defragRunE(opts, &opts.defragIO, &flags, runF),
 	}
-	cmpFlags.add(compare.Flags(), "placer")
-	compare.Flags().StringVar(&seeds, "seeds", "49-53", "held-out state seeds, e.g. 49-53")
-	compare.Flags().StringVar(&methods, "methods", strings.Join(defrag.Methods(), ","), "planning methods to compare")
-	compare.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
-	compare.Flags().StringVar(&cmpModel, "model", "", "also plan with this defrag checkpoint (method \"model\")")
+	flags.add(cmd.Flags(), "placer")
+	cmd.Flags().StringVar(&opts.Seeds, "seeds", "49-53", "held-out state seeds, e.g. 49-53")
+	cmd.Flags().StringVar(&opts.Methods, "methods", strings.Join(defrag.Methods(), ","), "planning methods to compare")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the rows as JSON")
+	cmd.Flags().StringVar(&opts.Model, "model", "", "also plan with this defrag checkpoint (method \"model\")")
+	return cmd
+}
 
-	var demoFlags defragFlags
-	var demoSeeds, demoMethod, demoOut string
-	demos := &cobra.Command{
+func runDefragCompare(_ context.Context, opts *defragCompareOptions) error {
+	cfg := opts.Config
+	seedList, err := config.ParseSeeds(opts.Seeds)
+	if err != nil {
+		return fmt.Errorf("defrag compare: --seeds: %w", err)
+	}
+	planners, err := defrag.NewPlanners(splitList(strings.Split(opts.Methods, ",")))
+	if err != nil {
+		return fmt.Errorf("defrag compare: %w", err)
+	}
+	if opts.Model != "" {
+		p, err := modelPlanner(cfg, opts.Model)
+		if err != nil {
+			return fmt.Errorf("defrag compare: %w", err)
+		}
+		planners = append(planners, p)
+	}
+	rows, err := defrag.Compare(stateSpec(cfg), seedList, planners, cfg.Defrag.Placer,
+		defragOptions(cfg), cfg.Defrag.Budget, cfg.Defrag.Samples)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return json.NewEncoder(opts.Out).Encode(rows)
+	}
+	tw := tabwriter.NewWriter(opts.Out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "seed\tmethod\tfrag_ratio_before\tfrag_ratio_after\tpending_tasks_placed\tpending_gpus_placed\tmigrations\tmoved_gpus\treward\tseconds")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%.2f\t%.2f\t%d\t%.1f\t%d\t%.1f\t%.2f\t%.3f\n", r.Seed, r.Method, r.Before.FragRatioPct, r.After.FragRatioPct,
+			r.After.PendingPlaced-r.Before.PendingPlaced, r.After.PendingGPUs-r.Before.PendingGPUs, r.After.MigrationsUsed, r.After.MovedGPUs, r.After.Reward, r.Wall)
+	}
+	return tw.Flush()
+}
+
+type defragDemosOptions struct {
+	defragIO
+	Seeds, Method, Dir string
+}
+
+func newDefragDemosCmd(runF func(context.Context, *defragDemosOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDefragDemos
+	}
+	opts := &defragDemosOptions{}
+	var flags defragFlags
+	cmd := &cobra.Command{
 		Use:   "demos",
 		Short: "Write expert migration logs (greedy plans of training seeds' states) for datasets build --env defrag",
 		Long: "Makes the starting state of each seed, plans it with --method at the budget (one sample) and\n" +
@@ -237,31 +307,29 @@ func init() {
 		Example: "  schedrl defrag demos --seeds 1000-1059 --out runs/defrag-logs\n" +
 			"  schedrl datasets build --env defrag --logs 'runs/defrag-logs/*.jsonl' --out runs/defrag-ds",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := demoFlags.load(cmd)
-			if err != nil {
-				return err
-			}
-			if demoOut == "" {
-				return fmt.Errorf("defrag demos: --out is required")
-			}
-			seedList, err := config.ParseSeeds(demoSeeds)
-			if err != nil {
-				return fmt.Errorf("defrag demos: --seeds: %w", err)
-			}
-			runs, err := defrag.Demos(stateSpec(cfg), seedList, demoMethod, cfg.Defrag.Placer, defragOptions(cfg), cfg.Defrag.Budget, demoOut)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s: %d migration logs (%s)\n", demoOut, len(runs), demoMethod)
-			return nil
-		},
+		RunE: defragRunE(opts, &opts.defragIO, &flags, runF),
 	}
-	demoFlags.add(demos.Flags(), "placer")
-	demos.Flags().StringVar(&demoSeeds, "seeds", "1000-1059", "training state seeds, e.g. 1000-1059")
-	demos.Flags().StringVar(&demoMethod, "method", "greedy", "expert planning method: "+strings.Join(defrag.Methods(), ", "))
-	demos.Flags().StringVar(&demoOut, "out", "", "directory of the logs to write")
+	flags.add(cmd.Flags(), "placer")
+	cmd.Flags().StringVar(&opts.Seeds, "seeds", "1000-1059", "training state seeds, e.g. 1000-1059")
+	cmd.Flags().StringVar(&opts.Method, "method", "greedy", "expert planning method: "+strings.Join(defrag.Methods(), ", "))
+	cmd.Flags().StringVar(&opts.Dir, "out", "", "directory of the logs to write")
+	markOutput(cmd.Flags(), "out", "dir")
+	return cmd
+}
 
-	cmd.AddCommand(snapshot, plan, compare, demos)
-	rootCmd.AddCommand(cmd)
+func runDefragDemos(_ context.Context, opts *defragDemosOptions) error {
+	cfg := opts.Config
+	if opts.Dir == "" {
+		return fmt.Errorf("defrag demos: --out is required")
+	}
+	seedList, err := config.ParseSeeds(opts.Seeds)
+	if err != nil {
+		return fmt.Errorf("defrag demos: --seeds: %w", err)
+	}
+	runs, err := defrag.Demos(stateSpec(cfg), seedList, opts.Method, cfg.Defrag.Placer, defragOptions(cfg), cfg.Defrag.Budget, opts.Dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%s: %d migration logs (%s)\n", opts.Dir, len(runs), opts.Method)
+	return nil
 }

@@ -16,10 +16,11 @@ import (
 func defragCLI(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
-	rootCmd.SetOut(&out)
-	rootCmd.SetErr(&out)
-	rootCmd.SetArgs(append([]string{"defrag"}, args...))
-	err := rootCmd.Execute()
+	root := newRootCmd()
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"defrag"}, args...))
+	err := root.Execute()
 	return out.String(), err
 }
 

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -19,14 +18,24 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-func init() {
+type evalOptions struct {
+	Out    io.Writer
+	Config config.Config // eval section with the flags applied
+	Force  bool
+}
+
+func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runEval
+	}
+	opts := &evalOptions{}
 	var (
 		policies, traces        []string
 		seeds, out, nodes, tdir string
 		baseline                string
 		tune                    float64
 		parallelism             int
-		noPaper, force          bool
+		noPaper                 bool
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -43,7 +52,7 @@ func init() {
 			if err != nil {
 				return err
 			}
-			ec := cfg.Eval
+			ec := &cfg.Eval
 			f := cmd.Flags()
 			set := map[string]func(){
 				"policies":    func() { ec.Policies = splitList(policies) },
@@ -62,22 +71,8 @@ func init() {
 					apply()
 				}
 			}
-			if err := ec.Validate(); err != nil {
-				return fmt.Errorf("eval: %w", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			cfg.Eval = ec
-			resolve, cleanup := policyResolver(cfg, slog.Default())
-			defer cleanup()
-			m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolve, Force: force,
-				Log: slog.Default(), Progress: isTerminal(os.Stderr)})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "report: %s/report.html (%d runs in %.1f s)\n",
-				ec.Out, len(m.Results)*len(m.Seeds), m.WallSeconds)
-			return nil
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -90,10 +85,29 @@ func init() {
 	f.StringVar(&baseline, "baseline", "", "policy the others are compared with seed by seed (default: the first)")
 	f.StringVar(&nodes, "nodes", "", "node list CSV")
 	f.StringVar(&tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
-	f.IntVar(&parallelism, "parallelism", 0, "concurrent runs (default: all CPUs)")
+	intFlag(f, &parallelism, "parallelism", 0, 0, "concurrent runs (default: all CPUs)")
+	markOutput(f, "out", "dir")
 	f.BoolVar(&noPaper, "no-paper", false, "do not overlay the paper's published curves")
-	f.BoolVar(&force, "force", false, "replace an existing report directory")
-	rootCmd.AddCommand(cmd)
+	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
+	return cmd
+}
+
+func runEval(ctx context.Context, opts *evalOptions) error {
+	cfg := opts.Config
+	ec := cfg.Eval
+	if err := ec.Validate(); err != nil {
+		return fmt.Errorf("eval: %w", err)
+	}
+	resolve, cleanup := policyResolver(cfg, slog.Default())
+	defer cleanup()
+	m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolve, Force: opts.Force,
+		Log: slog.Default(), Progress: isTerminal(os.Stderr)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "report: %s/report.html (%d runs in %.1f s)\n",
+		ec.Out, len(m.Results)*len(m.Seeds), m.WallSeconds)
+	return nil
 }
 
 func splitList(xs []string) []string {
@@ -146,7 +160,9 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 				}
 			}
 			dest := filepath.Join(pulled, ref.Name+"@"+ref.Tag)
-			if _, err := reg.Pull(context.Background(), ref.Raw, dest, true); err != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), cfg.Registry.Deadline)
+			defer cancel()
+			if _, err := reg.Pull(ctx, ref.Raw, dest, true); err != nil {
 				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
 			}
 			return loadCheckpoint(ref, dest)

@@ -1,14 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -16,10 +16,19 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 )
 
-func init() {
+type finetuneOptions struct {
+	Out    io.Writer
+	Config config.Config // finetune section with the flags applied
+	JSON   bool
+}
+
+func newFinetuneCmd(runF func(context.Context, *finetuneOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runFinetune
+	}
+	opts := &finetuneOptions{}
 	var from, out string
 	var totalSteps int
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "finetune",
 		Short: "PPO in the placement or defrag simulator from a behaviour-cloned checkpoint (or from scratch)",
@@ -48,86 +57,104 @@ func init() {
 			if f.Changed("total-steps") {
 				cfg.Finetune.TotalSteps = totalSteps
 			}
-			if err := cfg.Finetune.Validate(); err != nil {
-				return fmt.Errorf("finetune.%w", err)
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			var o finetune.Options
-			if isTerminal(os.Stderr) {
-				o.Bar = os.Stderr
-			}
-			res, err := finetune.Run(ctx, cfg, o)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
-			}
-			if s, e := res.StartDefrag, res.FinalDefrag; s != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
-					"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)\n",
-					res.Dir, s.FragRatioBefore, s.FragRatioAfter, e.FragRatioAfter, s.PendingGPUs, e.PendingGPUs,
-					s.Migrations, e.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds)
-				return nil
-			}
-			d := res.FinalVsStart
-			fmt.Fprintf(cmd.OutOrStdout(), "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% (%+.3f ± %.3f seed by seed over %d seeds: %s) "+
-				"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, res.StartMean, res.FinalMean,
-				d.Diff.Mean, d.Diff.HalfWidth, d.Diff.N, d.Verdict(), res.EnvSteps, res.StepsPerSecond, res.Seconds)
-			if res.BestUpdate > 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "best held-out evaluation: %.2f%% at update %d, in %s\n",
-					res.BestMean, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
-			}
-			return nil
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
 		},
 	}
 	cmd.Flags().StringVar(&from, "from", "", `pretrained checkpoint directory, or "none" (default: finetune.from)`)
 	cmd.Flags().StringVar(&out, "out", "", "run directory, the fine-tuned checkpoint (default: finetune.out)")
-	cmd.Flags().IntVar(&totalSteps, "total-steps", 0, "budget in environment steps (default: finetune.total_steps)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	intFlag(cmd.Flags(), &totalSteps, "total-steps", 0, 1, "budget in environment steps (default: finetune.total_steps)")
+	markOutput(cmd.Flags(), "out", "dir")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	config.AddFlags(cmd.Flags(), "")
-	cmd.AddCommand(finetunePlotCmd())
-	rootCmd.AddCommand(cmd)
+	cmd.AddCommand(newFinetunePlotCmd(nil))
+	return cmd
 }
 
-func finetunePlotCmd() *cobra.Command {
-	var runs, refs []string
-	var out, title string
+func runFinetune(ctx context.Context, opts *finetuneOptions) error {
+	cfg := opts.Config
+	if err := cfg.Finetune.Validate(); err != nil {
+		return fmt.Errorf("finetune.%w", err)
+	}
+	var o finetune.Options
+	if isTerminal(os.Stderr) {
+		o.Bar = os.Stderr
+	}
+	res, err := finetune.Run(ctx, cfg, o)
+	if err != nil {
+		return err
+	}
+	w := opts.Out
+	if opts.JSON {
+		return json.NewEncoder(w).Encode(res)
+	}
+	if s, e := res.StartDefrag, res.FinalDefrag; s != nil {
+		fmt.Fprintf(w, "fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
+			"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)\n",
+			res.Dir, s.FragRatioBefore, s.FragRatioAfter, e.FragRatioAfter, s.PendingGPUs, e.PendingGPUs,
+			s.Migrations, e.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds)
+		return nil
+	}
+	d := res.FinalVsStart
+	fmt.Fprintf(w, "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% (%+.3f ± %.3f seed by seed over %d seeds: %s) "+
+		"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, res.StartMean, res.FinalMean,
+		d.Diff.Mean, d.Diff.HalfWidth, d.Diff.N, d.Verdict(), res.EnvSteps, res.StepsPerSecond, res.Seconds)
+	if res.BestUpdate > 0 {
+		fmt.Fprintf(w, "best held-out evaluation: %.2f%% at update %d, in %s\n",
+			res.BestMean, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
+	}
+	return nil
+}
+
+type finetunePlotOptions struct {
+	Runs, Refs []string // LABEL=DIR, LABEL=PERCENT
+	Out, Title string
+}
+
+func newFinetunePlotCmd(runF func(context.Context, *finetunePlotOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runFinetunePlot
+	}
+	opts := &finetunePlotOptions{}
 	cmd := &cobra.Command{
 		Use:     "plot",
 		Short:   "Plot held-out GPU allocation vs environment steps of finetune runs (PNG)",
 		Example: "  schedrl finetune plot --run warm=runs/finetune --run scratch=runs/finetune-scratch --ref fgd=95.44 --out warm-vs-scratch.png",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var curves []finetune.Curve
-			for _, r := range runs {
-				label, dir, ok := strings.Cut(r, "=")
-				if !ok {
-					return fmt.Errorf("--run %q: want LABEL=DIR", r)
-				}
-				c, err := finetune.ReadCurve(label, dir)
-				if err != nil {
-					return err
-				}
-				curves = append(curves, c)
-			}
-			var lines []finetune.Reference
-			for _, r := range refs {
-				label, v, ok := strings.Cut(r, "=")
-				x, err := strconv.ParseFloat(v, 64)
-				if !ok || err != nil {
-					return fmt.Errorf("--ref %q: want LABEL=PERCENT", r)
-				}
-				lines = append(lines, finetune.Reference{Label: label, AllocPct: x})
-			}
-			return finetune.PlotCurves(out, title, curves, lines)
+			return runF(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
-	cmd.Flags().StringArrayVar(&refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
-	cmd.Flags().StringVar(&out, "out", "finetune.png", "PNG to write")
-	cmd.Flags().StringVar(&title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
+	cmd.Flags().StringArrayVar(&opts.Runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.Refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
+	cmd.Flags().StringVar(&opts.Out, "out", "finetune.png", "PNG to write")
+	markOutput(cmd.Flags(), "out", "file")
+	cmd.Flags().StringVar(&opts.Title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
 	_ = cmd.MarkFlagRequired("run")
 	return cmd
+}
+
+func runFinetunePlot(_ context.Context, opts *finetunePlotOptions) error {
+	var curves []finetune.Curve
+	for _, r := range opts.Runs {
+		label, dir, ok := strings.Cut(r, "=")
+		if !ok {
+			return fmt.Errorf("--run %q: want LABEL=DIR", r)
+		}
+		c, err := finetune.ReadCurve(label, dir)
+		if err != nil {
+			return err
+		}
+		curves = append(curves, c)
+	}
+	var lines []finetune.Reference
+	for _, r := range opts.Refs {
+		label, v, ok := strings.Cut(r, "=")
+		x, err := strconv.ParseFloat(v, 64)
+		if !ok || err != nil {
+			return fmt.Errorf("--ref %q: want LABEL=PERCENT", r)
+		}
+		lines = append(lines, finetune.Reference{Label: label, AllocPct: x})
+	}
+	return finetune.PlotCurves(opts.Out, opts.Title, curves, lines)
 }

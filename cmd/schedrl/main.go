@@ -1,27 +1,95 @@
 // Command schedrl trains, evaluates and publishes scheduling policies for shared GPU clusters.
-// Each subcommand lives in its own file and only parses flags and calls a package.
+// Each subcommand lives in its own file, following cli/cli's pattern: newXCmd builds the cobra
+// command and fills an options struct from the flags, runX(ctx, opts) does the work, and a
+// test passes its own runF to check the parsed options without running anything.
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+	"time"
 
+	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/spf13/cobra"
 )
 
-var rootCmd = &cobra.Command{
-	Use:           "schedrl",
-	Short:         "Train scheduling policies for shared GPU clusters (offline BC, then PPO)",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+// newRootCmd lists the subcommands; a new one is one more entry here.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:               "schedrl",
+		Short:             "Train scheduling policies for shared GPU clusters (offline BC, then PPO)",
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		PersistentPreRunE: checkOutputs,
+	}
+	root.AddCommand(
+		newSimCmd(nil),
+		newDatasetsCmd(),
+		newPretrainCmd(nil),
+		newFinetuneCmd(nil),
+		newEvalCmd(nil),
+		newDefragCmd(),
+		newRegistryCmd(),
+		newPipelineCmd(),
+		newDoctorCmd(nil),
+		newConfigCmd(),
+		newVersionCmd(nil),
+	)
+	return root
 }
 
 func main() {
-	if err := rootCmd.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "schedrl:", err)
-		os.Exit(1)
+	os.Exit(execute(newRootCmd(), os.Args[1:], os.Stderr))
+}
+
+// interruptGrace is how long a command has, after SIGINT or SIGTERM cancelled its context, to
+// stop and clean up by itself before execute removes its temporaries and exits anyway.
+const interruptGrace = 5 * time.Second
+
+// interruption is the cancel cause of a command's context when a signal stopped it.
+type interruption struct{ sig syscall.Signal }
+
+func (i interruption) Error() string { return "interrupted (" + i.sig.String() + ")" }
+
+// execute runs root with args and returns the exit status. Every command gets a context that
+// SIGINT and SIGTERM cancel; an interrupted command exits 130 (SIGINT) or 143 (SIGTERM) after
+// saying "interrupted" once, and leaves no temporary file behind (atomicfile.RemoveTemps),
+// whether or not it noticed the cancellation within interruptGrace.
+func execute(root *cobra.Command, args []string, stderr io.Writer) int {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	done := make(chan error, 1)
+	root.SetArgs(args)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var err error
+	select {
+	case err = <-done:
+	case s := <-sigs:
+		cancel(interruption{s.(syscall.Signal)})
+		select {
+		case err = <-done:
+		case <-time.After(interruptGrace):
+		case <-sigs: // a second signal: stop waiting
+		}
 	}
+	if i, ok := context.Cause(ctx).(interruption); ok {
+		atomicfile.RemoveTemps()
+		fmt.Fprintln(stderr, "schedrl: interrupted")
+		return 128 + int(i.sig)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "schedrl:", err)
+		return 1
+	}
+	return 0
 }
 
 // loadConfig loads the effective config for a command: its --config file, SCHEDRL_ env

@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -19,98 +17,131 @@ import (
 	"github.com/schedrl/schedrl/pretrain"
 )
 
-func init() {
-	pipelineCmd := &cobra.Command{
+func newPipelineCmd() *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "pipeline",
 		Short: "Run the stage graph (logs -> datasets -> pretrain -> finetune -> eval -> publish) with caching",
 	}
+	cmd.AddCommand(newPipelineRunCmd(nil), newPipelineStatusCmd(nil))
+	return cmd
+}
 
-	var force []string
-	var from string
-	runCmd := &cobra.Command{
+// pipelineIO is what both pipeline subcommands get: the output, the config and its file.
+type pipelineIO struct {
+	Out        io.Writer
+	Config     config.Config
+	ConfigFile string
+}
+
+func pipelineRunE[O any](opts *O, pio *pipelineIO, runF func(context.Context, *O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		cfg, path, err := loadPipelineConfig(cmd)
+		if err != nil {
+			return err
+		}
+		pio.Out, pio.Config, pio.ConfigFile = cmd.OutOrStdout(), cfg, path
+		return runF(cmd.Context(), opts)
+	}
+}
+
+type pipelineRunOptions struct {
+	pipelineIO
+	Force []string
+	From  string
+}
+
+func newPipelineRunCmd(runF func(context.Context, *pipelineRunOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runPipelineRun
+	}
+	opts := &pipelineRunOptions{}
+	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run every stage whose key has no complete output; skip the rest",
 		Long: "Runs the stages listed in pipeline.stages in order. A stage's key hashes its config section,\n" +
 			"its inputs' content and the code revision; a stage whose key has a complete output is skipped.\n" +
 			"An interrupted run resumes: finished stages are skipped, finetune continues from its last checkpoint.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, path, err := loadPipelineConfig(cmd)
-			if err != nil {
-				return err
-			}
-			p, rev, cleanup, err := buildPipeline(cfg)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			rec, runErr := p.Run(ctx, pipeline.Options{
-				Dir: cfg.Pipeline.Dir, CodeRevision: rev, Force: force, From: from,
-				ConfigFile: path, Log: slog.Default(), Terminal: isTerminal(os.Stderr),
-			})
-			if rec != nil {
-				fmt.Fprintln(cmd.OutOrStdout())
-				rec.WriteSummary(cmd.OutOrStdout())
-				fmt.Fprintf(cmd.OutOrStdout(), "run record: %s\n", pipeline.RecordPath(cfg.Pipeline.Dir, rec.RunID))
-			}
-			return runErr
-		},
+		RunE: pipelineRunE(opts, &opts.pipelineIO, runF),
 	}
-	runCmd.Flags().StringArrayVar(&force, "force", nil, "rerun this stage even when cached (repeatable)")
-	runCmd.Flags().StringVar(&from, "from", "", "rerun this stage and every later one")
+	config.AddFlags(cmd.Flags(), "configs/default.yaml")
+	cmd.Flags().StringArrayVar(&opts.Force, "force", nil, "rerun this stage even when cached (repeatable)")
+	cmd.Flags().StringVar(&opts.From, "from", "", "rerun this stage and every later one")
+	return cmd
+}
 
-	var runID string
-	statusCmd := &cobra.Command{
+func runPipelineRun(ctx context.Context, opts *pipelineRunOptions) error {
+	cfg := opts.Config
+	p, rev, cleanup, err := buildPipeline(cfg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	rec, runErr := p.Run(ctx, pipeline.Options{
+		Dir: cfg.Pipeline.Dir, CodeRevision: rev, Force: opts.Force, From: opts.From,
+		ConfigFile: opts.ConfigFile, Log: slog.Default(), Terminal: isTerminal(os.Stderr),
+	})
+	if rec != nil {
+		fmt.Fprintln(opts.Out)
+		rec.WriteSummary(opts.Out)
+		fmt.Fprintf(opts.Out, "run record: %s\n", pipeline.RecordPath(cfg.Pipeline.Dir, rec.RunID))
+	}
+	return runErr
+}
+
+type pipelineStatusOptions struct {
+	pipelineIO
+	RunID string
+}
+
+func newPipelineStatusCmd(runF func(context.Context, *pipelineStatusOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runPipelineStatus
+	}
+	opts := &pipelineStatusOptions{}
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the last run's record and which stages the current config would skip or run",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, _, err := loadPipelineConfig(cmd)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if rec, err := pipeline.LoadRecord(cfg.Pipeline.Dir, runID); err == nil {
-				fmt.Fprintf(out, "last run %s (%s, code %s):\n", rec.RunID, rec.ConfigFile, rec.CodeRevision)
-				rec.WriteSummary(out)
-			} else if runID != "" {
-				return err
-			} else {
-				fmt.Fprintf(out, "no run recorded under %s yet\n", cfg.Pipeline.Dir)
-			}
-			p, rev, cleanup, err := buildPipeline(cfg)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			plan, err := p.Plan(pipeline.Options{Dir: cfg.Pipeline.Dir, CodeRevision: rev, Log: slog.Default()})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "\nwith the current config and code (%s):\n", rev)
-			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "STAGE\tNEXT RUN\tKEY\tWHY")
-			for _, e := range plan {
-				key := e.Key
-				if key == "" {
-					key = "-"
-				} else {
-					key = key[:12]
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Stage, e.State, key, e.Reason)
-			}
-			return tw.Flush()
-		},
+		RunE:  pipelineRunE(opts, &opts.pipelineIO, runF),
 	}
-	statusCmd.Flags().StringVar(&runID, "run", "", "show this run id instead of the latest")
+	config.AddFlags(cmd.Flags(), "configs/default.yaml")
+	cmd.Flags().StringVar(&opts.RunID, "run", "", "show this run id instead of the latest")
+	return cmd
+}
 
-	for _, c := range []*cobra.Command{runCmd, statusCmd} {
-		config.AddFlags(c.Flags(), "configs/default.yaml")
-		pipelineCmd.AddCommand(c)
+func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
+	cfg, out := opts.Config, opts.Out
+	if rec, err := pipeline.LoadRecord(cfg.Pipeline.Dir, opts.RunID); err == nil {
+		fmt.Fprintf(out, "last run %s (%s, code %s):\n", rec.RunID, rec.ConfigFile, rec.CodeRevision)
+		rec.WriteSummary(out)
+	} else if opts.RunID != "" {
+		return err
+	} else {
+		fmt.Fprintf(out, "no run recorded under %s yet\n", cfg.Pipeline.Dir)
 	}
-	rootCmd.AddCommand(pipelineCmd)
+	p, rev, cleanup, err := buildPipeline(cfg)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	plan, err := p.Plan(pipeline.Options{Dir: cfg.Pipeline.Dir, CodeRevision: rev, Log: slog.Default()})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nwith the current config and code (%s):\n", rev)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STAGE\tNEXT RUN\tKEY\tWHY")
+	for _, e := range plan {
+		key := e.Key
+		if key == "" {
+			key = "-"
+		} else {
+			key = key[:12]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Stage, e.State, key, e.Reason)
+	}
+	return tw.Flush()
 }
 
 // buildPipeline is the stage graph of cfg and the code revision its keys use; cleanup

@@ -1,12 +1,12 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -17,10 +17,19 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-func init() {
+type pretrainOptions struct {
+	Out    io.Writer
+	Config config.Config // pretrain section with the flags applied
+	JSON   bool
+}
+
+func newPretrainCmd(runF func(context.Context, *pretrainOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runPretrain
+	}
+	opts := &pretrainOptions{}
 	var dataset, valDataset, out string
 	var epochs int
-	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "pretrain",
 		Short: "Behaviour-clone the expert from a dataset: the checkpoint PPO starts from",
@@ -48,31 +57,8 @@ func init() {
 					apply()
 				}
 			}
-			rev, err := pipeline.CodeRevision()
-			if err != nil {
-				slog.Warn("pretrain: code revision unknown", "err", err)
-			}
-			o := pretrain.Options{Pretrain: *pc, Network: cfg.Network, Device: cfg.Device, Seed: cfg.Seed,
-				CodeRevision: rev, Log: slog.Default()}
-			if isTerminal(os.Stderr) {
-				o.Bar = os.Stderr
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			res, err := pretrain.Run(ctx, o)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pretrained %s: validation agreement %.2f%% (exact node %.2f%%) at epoch %d; %d steps in %.0f s; %s\n",
-				res.Dir, 100*res.Best.ValAgreement, 100*res.Best.ValExact, res.Best.Epoch, res.Steps, res.Elapsed.Seconds(), res.StopReason)
-			for _, st := range res.Best.ValStages {
-				fmt.Fprintf(cmd.OutOrStdout(), "  stage %d: validation agreement %.2f%% (exact %.2f%%) over %d decisions\n",
-					st.Stage, 100*st.Agreement, 100*st.Exact, st.Samples)
-			}
-			return nil
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -81,9 +67,37 @@ func init() {
 	f.StringVar(&dataset, "data", "", "same as --dataset")
 	f.StringVar(&valDataset, "val-dataset", "", "validation dataset directory (default: pretrain.val_dataset, else the dataset's val split)")
 	f.StringVar(&out, "out", "", "checkpoint directory (default: pretrain.out)")
-	f.IntVar(&epochs, "epochs", 0, "epochs (default: pretrain.epochs)")
-	f.BoolVar(&asJSON, "json", false, "print the result as JSON")
-	rootCmd.AddCommand(cmd)
+	intFlag(f, &epochs, "epochs", 0, 1, "epochs (default: pretrain.epochs)")
+	markOutput(f, "out", "dir")
+	f.BoolVar(&opts.JSON, "json", false, "print the result as JSON")
+	return cmd
+}
+
+func runPretrain(ctx context.Context, opts *pretrainOptions) error {
+	cfg := opts.Config
+	rev, err := pipeline.CodeRevision()
+	if err != nil {
+		slog.Warn("pretrain: code revision unknown", "err", err)
+	}
+	o := pretrain.Options{Pretrain: cfg.Pretrain, Network: cfg.Network, Device: cfg.Device, Seed: cfg.Seed,
+		CodeRevision: rev, Log: slog.Default()}
+	if isTerminal(os.Stderr) {
+		o.Bar = os.Stderr
+	}
+	res, err := pretrain.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return json.NewEncoder(opts.Out).Encode(res)
+	}
+	fmt.Fprintf(opts.Out, "pretrained %s: validation agreement %.2f%% (exact node %.2f%%) at epoch %d; %d steps in %.0f s; %s\n",
+		res.Dir, 100*res.Best.ValAgreement, 100*res.Best.ValExact, res.Best.Epoch, res.Steps, res.Elapsed.Seconds(), res.StopReason)
+	for _, st := range res.Best.ValStages {
+		fmt.Fprintf(opts.Out, "  stage %d: validation agreement %.2f%% (exact %.2f%%) over %d decisions\n",
+			st.Stage, 100*st.Agreement, 100*st.Exact, st.Samples)
+	}
+	return nil
 }
 
 // simPlacer resolves sim's --policy exactly as eval resolves its policies: a heuristic name,

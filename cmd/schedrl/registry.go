@@ -6,11 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -20,7 +17,7 @@ import (
 )
 
 // Credentials are deliberately not flags: they come from the config file or the environment.
-func init() {
+func newRegistryCmd() *cobra.Command {
 	reg := &cobra.Command{
 		Use:   "registry",
 		Short: "Versioned checkpoints in the object store (file:// or s3://), mirrored to MLflow",
@@ -31,104 +28,170 @@ func init() {
 	}
 	reg.PersistentFlags().String("store", "", "store URL, file://DIR or s3://BUCKET/PREFIX (default: registry.store)")
 	config.AddFlags(reg.PersistentFlags(), "")
-	reg.AddCommand(registryPublishCmd(), registryListCmd(), registryShowCmd(), registryPullCmd(),
-		registryPromoteCmd(), registryDiffCmd(), registrySyncCmd(), registryServeCmd())
-	rootCmd.AddCommand(reg)
+	reg.AddCommand(newRegistryPublishCmd(nil), newRegistryListCmd(nil), newRegistryShowCmd(nil), newRegistryPullCmd(nil),
+		newRegistryPromoteCmd(nil), newRegistryDiffCmd(nil), newRegistrySyncCmd(nil), newRegistryServeCmd(nil))
+	return reg
 }
 
-// openRegistry loads the config, applies --store and opens the registry.
-func openRegistry(cmd *cobra.Command) (*registry.Registry, error) {
+// registryIO is what every registry subcommand gets: its output and the registry section of
+// the config with --store applied.
+type registryIO struct {
+	Out      io.Writer
+	Registry config.RegistryConfig
+}
+
+// fill loads the config and applies --store.
+func (o *registryIO) fill(cmd *cobra.Command) error {
 	cfg, err := loadConfig(cmd)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if store, _ := cmd.Flags().GetString("store"); store != "" {
 		cfg.Registry.Store = store
 	}
-	return registry.Open(cfg.Registry, slog.Default())
+	o.Out, o.Registry = cmd.OutOrStdout(), cfg.Registry
+	return nil
 }
 
-func registryPublishCmd() *cobra.Command {
-	var model string
+func (o *registryIO) open() (*registry.Registry, error) {
+	return registry.Open(o.Registry, slog.Default())
+}
+
+// registryRunE fills opts' registryIO and calls runF under registry.deadline: the RunE of every
+// registry subcommand but serve.
+func registryRunE[O any](opts *O, rio *registryIO, args *[]string, runF func(context.Context, *O) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, a []string) error {
+		if err := rio.fill(cmd); err != nil {
+			return err
+		}
+		*args = a
+		ctx, cancel := context.WithTimeoutCause(cmd.Context(), rio.Registry.Deadline,
+			fmt.Errorf("registry command did not finish within registry.deadline %v", rio.Registry.Deadline))
+		defer cancel()
+		return runF(ctx, opts)
+	}
+}
+
+type registryPublishOptions struct {
+	registryIO
+	Dir, Model string
+}
+
+func newRegistryPublishCmd(runF func(context.Context, *registryPublishOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryPublish
+	}
+	opts := &registryPublishOptions{}
+	var args []string
 	cmd := &cobra.Command{
 		Use:     "publish CKPT_DIR --model NAME",
 		Short:   "Publish a checkpoint directory as the next version of a model",
 		Example: "  schedrl registry publish runs/finetune/ckpt --model defrag-ppo --store s3://models/team",
 		Args:    cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := r.Publish(cmd.Context(), model, args[0])
-			if err != nil {
-				return err
-			}
-			state := "published"
-			if v.Existing {
-				state = "already published as"
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s %s  %s\n", state, v.Ref(), v.URI)
-			return nil
-		},
 	}
-	cmd.Flags().StringVar(&model, "model", "", "model name (letters, digits, . _ -)")
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, func(ctx context.Context, o *registryPublishOptions) error {
+		o.Dir = args[0]
+		return runF(ctx, o)
+	})
+	cmd.Flags().StringVar(&opts.Model, "model", "", "model name (letters, digits, . _ -)")
 	cmd.MarkFlagRequired("model")
 	return cmd
 }
 
-func registryListCmd() *cobra.Command {
-	return &cobra.Command{
+func runRegistryPublish(ctx context.Context, opts *registryPublishOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	v, err := r.Publish(ctx, opts.Model, opts.Dir)
+	if err != nil {
+		return err
+	}
+	state := "published"
+	if v.Existing {
+		state = "already published as"
+	}
+	fmt.Fprintf(opts.Out, "%s %s  %s\n", state, v.Ref(), v.URI)
+	return nil
+}
+
+type registryListOptions struct {
+	registryIO
+	Models []string // empty: all
+}
+
+func newRegistryListCmd(runF func(context.Context, *registryListOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryList
+	}
+	opts := &registryListOptions{}
+	cmd := &cobra.Command{
 		Use:   "list [MODEL]",
 		Short: "List versions: created, aliases, metrics, dataset and code revision",
 		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			models := args
-			if len(models) == 0 {
-				if models, err = r.Models(cmd.Context()); err != nil {
-					return err
-				}
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "VERSION\tCREATED\tALIASES\tMETRICS\tDATASET\tCODE")
-			for _, m := range models {
-				versions, err := r.Versions(cmd.Context(), m)
-				if err != nil {
-					return err
-				}
-				for _, v := range versions {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), v.Manifest.Created.Format("2006-01-02 15:04"),
-						dash(strings.Join(v.Aliases, ",")), dash(metricList(v.Manifest.Metrics)),
-						dash(short(v.Manifest.DatasetHash)), dash(short(v.Manifest.CodeRevision)))
-				}
-			}
-			return w.Flush()
-		},
 	}
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &opts.Models, runF)
+	return cmd
 }
 
-func registryShowCmd() *cobra.Command {
-	return &cobra.Command{
+func runRegistryList(ctx context.Context, opts *registryListOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	models := opts.Models
+	if len(models) == 0 {
+		if models, err = r.Models(ctx); err != nil {
+			return err
+		}
+	}
+	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "VERSION\tCREATED\tALIASES\tMETRICS\tDATASET\tCODE")
+	for _, m := range models {
+		versions, err := r.Versions(ctx, m)
+		if err != nil {
+			return err
+		}
+		for _, v := range versions {
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), v.Manifest.Created.Format("2006-01-02 15:04"),
+				dash(strings.Join(v.Aliases, ",")), dash(metricList(v.Manifest.Metrics)),
+				dash(short(v.Manifest.DatasetHash)), dash(short(v.Manifest.CodeRevision)))
+		}
+	}
+	return w.Flush()
+}
+
+// registryRefsOptions: subcommands that take version references as arguments.
+type registryRefsOptions struct {
+	registryIO
+	Refs []string
+}
+
+func newRegistryShowCmd(runF func(context.Context, *registryRefsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryShow
+	}
+	opts := &registryRefsOptions{}
+	cmd := &cobra.Command{
 		Use:   "show MODEL@VERSION|MODEL@ALIAS",
 		Short: "Show one version: lineage, hyper-parameters, metrics and files",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := r.Resolve(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			showVersion(cmd.OutOrStdout(), v)
-			return nil
-		},
 	}
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &opts.Refs, runF)
+	return cmd
+}
+
+func runRegistryShow(ctx context.Context, opts *registryRefsOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	v, err := r.Resolve(ctx, opts.Refs[0])
+	if err != nil {
+		return err
+	}
+	showVersion(opts.Out, v)
+	return nil
 }
 
 func showVersion(out io.Writer, v registry.Version) {
@@ -154,126 +217,184 @@ func showVersion(out io.Writer, v registry.Version) {
 	w.Flush()
 }
 
-func registryPullCmd() *cobra.Command {
-	var to string
-	var force bool
+type registryPullOptions struct {
+	registryIO
+	Ref, To string
+	Force   bool
+}
+
+func newRegistryPullCmd(runF func(context.Context, *registryPullOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryPull
+	}
+	opts := &registryPullOptions{}
+	var args []string
 	cmd := &cobra.Command{
 		Use:   "pull MODEL@VERSION|MODEL@ALIAS --to DIR",
 		Short: "Download a version into DIR, verifying every file's sha256",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := r.Pull(cmd.Context(), args[0], to, force)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "pulled %s to %s (%d files verified)\n", v.Ref(), to, len(v.Manifest.Files))
-			return nil
-		},
 	}
-	cmd.Flags().StringVar(&to, "to", "", "destination directory (must not exist unless --force)")
-	cmd.Flags().BoolVar(&force, "force", false, "replace an existing destination")
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, func(ctx context.Context, o *registryPullOptions) error {
+		o.Ref = args[0]
+		return runF(ctx, o)
+	})
+	cmd.Flags().StringVar(&opts.To, "to", "", "destination directory (must not exist unless --force)")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace an existing destination")
+	markOutput(cmd.Flags(), "to", "dir")
 	cmd.MarkFlagRequired("to")
 	return cmd
 }
 
-func registryPromoteCmd() *cobra.Command {
-	var alias string
+func runRegistryPull(ctx context.Context, opts *registryPullOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	v, err := r.Pull(ctx, opts.Ref, opts.To, opts.Force)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "pulled %s to %s (%d files verified)\n", v.Ref(), opts.To, len(v.Manifest.Files))
+	return nil
+}
+
+type registryPromoteOptions struct {
+	registryIO
+	Ref, Alias string
+}
+
+func newRegistryPromoteCmd(runF func(context.Context, *registryPromoteOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryPromote
+	}
+	opts := &registryPromoteOptions{}
+	var args []string
 	cmd := &cobra.Command{
 		Use:   "promote MODEL@VERSION --alias NAME",
 		Short: "Point an alias (e.g. champion) at a version, in the store and in MLflow",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			v, err := r.Promote(cmd.Context(), args[0], alias)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s@%s -> %s\n", v.Model, alias, v.Ref())
-			return nil
-		},
 	}
-	cmd.Flags().StringVar(&alias, "alias", "champion", "alias to set")
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, func(ctx context.Context, o *registryPromoteOptions) error {
+		o.Ref = args[0]
+		return runF(ctx, o)
+	})
+	cmd.Flags().StringVar(&opts.Alias, "alias", "champion", "alias to set")
 	return cmd
 }
 
-func registryDiffCmd() *cobra.Command {
-	return &cobra.Command{
+func runRegistryPromote(ctx context.Context, opts *registryPromoteOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	v, err := r.Promote(ctx, opts.Ref, opts.Alias)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%s@%s -> %s\n", v.Model, opts.Alias, v.Ref())
+	return nil
+}
+
+func newRegistryDiffCmd(runF func(context.Context, *registryRefsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryDiff
+	}
+	opts := &registryRefsOptions{}
+	cmd := &cobra.Command{
 		Use:   "diff A B",
 		Short: "Configuration, lineage and metric differences between two versions",
 		Args:  cobra.ExactArgs(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			a, err := r.Resolve(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			b, err := r.Resolve(cmd.Context(), args[1])
-			if err != nil {
-				return err
-			}
-			changes := registry.Diff(a, b)
-			if len(changes) == 0 {
-				fmt.Fprintf(cmd.OutOrStdout(), "%s and %s do not differ\n", a.Ref(), b.Ref())
-				return nil
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintf(w, "FIELD\t%s\t%s\tDELTA\n", a.Ref(), b.Ref())
-			for _, c := range changes {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Field, dash(c.A), dash(c.B), c.Delta)
-			}
-			return w.Flush()
-		},
 	}
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &opts.Refs, runF)
+	return cmd
 }
 
-func registrySyncCmd() *cobra.Command {
-	return &cobra.Command{
+func runRegistryDiff(ctx context.Context, opts *registryRefsOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	a, err := r.Resolve(ctx, opts.Refs[0])
+	if err != nil {
+		return err
+	}
+	b, err := r.Resolve(ctx, opts.Refs[1])
+	if err != nil {
+		return err
+	}
+	changes := registry.Diff(a, b)
+	if len(changes) == 0 {
+		fmt.Fprintf(opts.Out, "%s and %s do not differ\n", a.Ref(), b.Ref())
+		return nil
+	}
+	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "FIELD\t%s\t%s\tDELTA\n", a.Ref(), b.Ref())
+	for _, c := range changes {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Field, dash(c.A), dash(c.B), c.Delta)
+	}
+	return w.Flush()
+}
+
+func newRegistrySyncCmd(runF func(context.Context, *registryIO) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistrySync
+	}
+	opts := &registryIO{}
+	var args []string
+	cmd := &cobra.Command{
 		Use:   "sync",
 		Short: "Mirror to MLflow every version and alias it lacks (after MLflow was down)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			rep, err := r.Sync(cmd.Context())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%d models, %d versions newly mirrored\n", rep.Models, rep.Mirrored)
-			return nil
-		},
 	}
+	cmd.RunE = registryRunE(opts, opts, &args, runF)
+	return cmd
 }
 
-func registryServeCmd() *cobra.Command {
-	var addr string
+func runRegistrySync(ctx context.Context, opts *registryIO) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	rep, err := r.Sync(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%d models, %d versions newly mirrored\n", rep.Models, rep.Mirrored)
+	return nil
+}
+
+type registryServeOptions struct {
+	registryIO
+	Addr string
+}
+
+func newRegistryServeCmd(runF func(context.Context, *registryServeOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryServe
+	}
+	opts := &registryServeOptions{}
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080]",
 		Short: "Serve a web page listing models, versions, metrics, lineage and report plots",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := openRegistry(cmd)
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return r.Serve(ctx, addr, nil)
-		},
 	}
-	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "listen address")
+	// No deadline: a server runs until it is interrupted.
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		if err := opts.fill(cmd); err != nil {
+			return err
+		}
+		return runF(cmd.Context(), opts)
+	}
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "listen address")
 	return cmd
+}
+
+func runRegistryServe(ctx context.Context, opts *registryServeOptions) error {
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	return r.Serve(ctx, opts.Addr, nil)
 }
 
 func metricList(m map[string]float64) string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,15 +49,30 @@ func summarise(policyName, pods string, seed uint64, r sim.RunResult, wall float
 		FragGPU: r.Final.FragGPU, FragRatioPct: r.Final.FragRatioPct, WallSeconds: wall}
 }
 
-func init() {
+// simOptions are sim's inputs: the config with the flags applied, and the outputs to write.
+type simOptions struct {
+	Out     io.Writer
+	Config  config.Config // Sim.Pods is the first of PodList
+	PodList []string
+	Seeds   string // batch seeds; set (or several PodList entries) makes a batch
+	Batch   bool
+	Curve   string // --out
+	Log     string
+	LogDir  string
+	JSON    bool
+	Workers int
+}
+
+func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runSim
+	}
+	opts := &simOptions{}
 	var (
-		pods                          []string
-		nodes, pol, out, logPath, dir string
-		seeds                         string
-		tune, coverage                float64
-		seed                          uint64
-		asJSON                        bool
-		workers                       int
+		pods           []string
+		nodes, pol     string
+		tune, coverage float64
+		seed           uint64
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -74,12 +90,11 @@ func init() {
 			"  schedrl sim --policy fgd --pods default.csv,gpushare40.csv --seeds 42-46 --log-dir runs/logs",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			start := time.Now()
 			cfg, err := loadConfig(cmd)
 			if err != nil {
 				return err
 			}
-			sc := cfg.Sim
+			sc := &cfg.Sim
 			f := cmd.Flags()
 			for name, apply := range map[string]func(){
 				"nodes": func() { sc.Nodes = nodes }, "policy": func() { sc.Policy = pol },
@@ -90,53 +105,16 @@ func init() {
 					apply()
 				}
 			}
-			podList := []string{sc.Pods}
+			opts.PodList = []string{sc.Pods}
 			if f.Changed("pods") {
-				podList = splitList(pods)
+				opts.PodList = splitList(pods)
 			}
-			if len(podList) > 0 {
-				sc.Pods = podList[0]
+			if len(opts.PodList) > 0 {
+				sc.Pods = opts.PodList[0]
 			}
-			if err := sc.Validate(); err != nil {
-				return fmt.Errorf("sim: %w", err)
-			}
-			newPlacer, cleanup, err := simPlacer(cfg, sc.Policy)
-			if err != nil {
-				return err
-			}
-			defer cleanup()
-			exp := sim.Experiment{NodesPath: sc.Nodes, PodsPath: sc.Pods, Tune: sc.Tune, Seed: sc.Seed, Coverage: sc.Coverage}
-			if f.Changed("seeds") || len(podList) > 1 {
-				if out != "" || logPath != "" {
-					return fmt.Errorf("sim: --out and --log are for a single run; a batch writes logs to --log-dir")
-				}
-				return simBatch(cmd.OutOrStdout(), exp, podList, seeds, dir, sc.Policy, asJSON, workers, newPlacer)
-			}
-			if dir != "" {
-				return fmt.Errorf("sim: --log-dir is for batches (--seeds or several --pods); use --log")
-			}
-			p, err := sim.Prepare(exp)
-			if err != nil {
-				return err
-			}
-			placer, _ := newPlacer()
-			res, err := p.RunLogged(placer, logPath)
-			if err != nil {
-				return err
-			}
-			if out != "" {
-				if err := sim.WriteCurveFile(out, res.Curve); err != nil {
-					return err
-				}
-			}
-			s := summarise(placer.Name(), "", sc.Seed, res, time.Since(start).Seconds())
-			s.Log = logPath
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(s)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s seed %d: %d tasks, %d placed, %d failed; GPU allocated %.2f%%, fragment %.1f GPUs (%.1f%% of idle); %.2f s\n",
-				s.Policy, s.Seed, s.Tasks, s.Placed, s.Failed, s.AllocGPUPct, s.FragGPU, s.FragRatioPct, s.WallSeconds)
-			return nil
+			opts.Batch = f.Changed("seeds") || len(opts.PodList) > 1
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -147,16 +125,65 @@ func init() {
 	f.Float64Var(&tune, "tune", 0, "workload tuning ratio: total GPU request / GPU capacity (default 1.3)")
 	f.Uint64Var(&seed, "seed", 0, "workload and tie-break seed (default 42)")
 	f.Float64Var(&coverage, "coverage", 0, "share of tasks the typical shapes cover (default 0.95)")
-	f.StringVar(&seeds, "seeds", "", "batch: seeds, e.g. 42-46 or 42,44")
-	f.StringVar(&out, "out", "", "write the curve CSV here")
-	f.StringVar(&logPath, "log", "", "write the decision log (JSON lines) here")
-	f.StringVar(&dir, "log-dir", "", "batch: write one decision log per (pods, seed) here")
-	f.BoolVar(&asJSON, "json", false, "print a JSON summary (one object per run)")
-	f.IntVar(&workers, "workers", 0, "batch: concurrent runs (0: one per CPU)")
-	rootCmd.AddCommand(cmd)
+	f.StringVar(&opts.Seeds, "seeds", "", "batch: seeds, e.g. 42-46 or 42,44")
+	f.StringVar(&opts.Curve, "out", "", "write the curve CSV here")
+	f.StringVar(&opts.Log, "log", "", "write the decision log (JSON lines) here")
+	f.StringVar(&opts.LogDir, "log-dir", "", "batch: write one decision log per (pods, seed) here")
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary (one object per run)")
+	intFlag(f, &opts.Workers, "workers", 0, 0, "batch: concurrent runs (0: one per CPU)")
+	markOutput(f, "out", "file")
+	markOutput(f, "log", "file")
+	markOutput(f, "log-dir", "dir")
+	return cmd
 }
 
-func simBatch(w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
+func runSim(ctx context.Context, opts *simOptions) error {
+	start := time.Now()
+	cfg := opts.Config
+	sc := cfg.Sim
+	if err := sc.Validate(); err != nil {
+		return fmt.Errorf("sim: %w", err)
+	}
+	newPlacer, cleanup, err := simPlacer(cfg, sc.Policy)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	exp := sim.Experiment{NodesPath: sc.Nodes, PodsPath: sc.Pods, Tune: sc.Tune, Seed: sc.Seed, Coverage: sc.Coverage}
+	if opts.Batch {
+		if opts.Curve != "" || opts.Log != "" {
+			return fmt.Errorf("sim: --out and --log are for a single run; a batch writes logs to --log-dir")
+		}
+		return simBatch(ctx, opts.Out, exp, opts.PodList, opts.Seeds, opts.LogDir, sc.Policy, opts.JSON, opts.Workers, newPlacer)
+	}
+	if opts.LogDir != "" {
+		return fmt.Errorf("sim: --log-dir is for batches (--seeds or several --pods); use --log")
+	}
+	p, err := sim.Prepare(exp)
+	if err != nil {
+		return err
+	}
+	placer, _ := newPlacer()
+	res, err := p.RunLogged(ctx, placer, opts.Log)
+	if err != nil {
+		return err
+	}
+	if opts.Curve != "" {
+		if err := sim.WriteCurveFile(opts.Curve, res.Curve); err != nil {
+			return err
+		}
+	}
+	s := summarise(placer.Name(), "", sc.Seed, res, time.Since(start).Seconds())
+	s.Log = opts.Log
+	if opts.JSON {
+		return json.NewEncoder(opts.Out).Encode(s)
+	}
+	fmt.Fprintf(opts.Out, "%s seed %d: %d tasks, %d placed, %d failed; GPU allocated %.2f%%, fragment %.1f GPUs (%.1f%% of idle); %.2f s\n",
+		s.Policy, s.Seed, s.Tasks, s.Placed, s.Failed, s.AllocGPUPct, s.FragGPU, s.FragRatioPct, s.WallSeconds)
+	return nil
+}
+
+func simBatch(ctx context.Context, w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
 	seedList := []uint64{base.Seed}
 	if seedSpec != "" {
 		var err error
@@ -182,7 +209,7 @@ func simBatch(w io.Writer, base sim.Experiment, podList []string, seedSpec, dir,
 			jobs = append(jobs, j)
 		}
 	}
-	results := sim.RunBatch(jobs, newPlacer, workers)
+	results := sim.RunBatch(ctx, jobs, newPlacer, workers)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(tw, "pods\tseed\ttasks\tfailed\talloc_gpu_pct\tfrag_gpu\tlog")

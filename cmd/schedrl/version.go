@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 
@@ -30,15 +32,26 @@ func buildRevision() string {
 	return "unknown"
 }
 
-func init() {
-	rootCmd.AddCommand(&cobra.Command{
+type versionOptions struct{ Out io.Writer }
+
+func newVersionCmd(runF func(context.Context, *versionOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runVersion
+	}
+	opts := &versionOptions{}
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, git revision and Go version of this binary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(cmd.OutOrStdout(), "schedrl %s\nrevision %s\n%s %s/%s\n",
-				version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
-			return err
+			opts.Out = cmd.OutOrStdout()
+			return runF(cmd.Context(), opts)
 		},
-	})
+	}
+}
+
+func runVersion(_ context.Context, opts *versionOptions) error {
+	_, err := fmt.Fprintf(opts.Out, "schedrl %s\nrevision %s\n%s %s/%s\n",
+		version, buildRevision(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return err
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/digest"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 )
 
 // FormatVersion is the manifest format this package writes and reads.
@@ -112,12 +113,12 @@ func (m Manifest) Encode() ([]byte, error) {
 // Read loads dir/manifest.json and verifies every listed file's size and sha256.
 // Errors name the manifest field or the file at fault.
 func Read(dir string) (Manifest, error) {
+	if err := manifestkind.Expect(dir, manifestkind.Checkpoint); err != nil {
+		return Manifest{}, err
+	}
 	name := filepath.Join(dir, ManifestFile)
 	data, err := os.ReadFile(name)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return Manifest{}, fmt.Errorf("%s: not a checkpoint: no %s", dir, ManifestFile)
-		}
 		return Manifest{}, err
 	}
 	m, err := Parse(data)

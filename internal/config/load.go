@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
 )
 
 // EnvPrefix starts every environment override: SCHEDRL_SIM_NODES sets sim.nodes.
@@ -100,10 +103,50 @@ func (l *loader) layer(flags *pflag.FlagSet) error {
 			return fmt.Errorf("config %s: %w", l.path, err)
 		}
 	}
+	if err := l.checkEnv(); err != nil {
+		return err
+	}
 	l.v.SetEnvPrefix(EnvPrefix)
 	l.v.SetEnvKeyReplacer(strings.NewReplacer(".", "_"))
 	l.v.AutomaticEnv()
 	return l.bindFlags(flags)
+}
+
+// otherEnv are the SCHEDRL_ variables that are not config keys.
+var otherEnv = map[string]bool{
+	"SCHEDRL_DEPS":        true, // the setup's install folder (internal/testserver)
+	"SCHEDRL_TEST_AS_CLI": true, // a test binary runs as the schedrl command (cmd/schedrl tests)
+}
+
+func envName(key string) string {
+	return EnvPrefix + "_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// checkEnv refuses a SCHEDRL_ variable that names no key, as a misspelled file key is refused.
+func (l *loader) checkEnv() error {
+	known := map[string]bool{}
+	for key := range l.keys {
+		known[envName(key)] = true
+	}
+	var errs []error
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, EnvPrefix+"_") || known[name] || otherEnv[name] {
+			continue
+		}
+		closest, best := "", 3
+		for _, key := range slices.Sorted(maps.Keys(known)) {
+			if d := editDistance(name, key); d < best {
+				closest, best = key, d
+			}
+		}
+		hint := ""
+		if closest != "" {
+			hint = fmt.Sprintf(" (did you mean %s?)", closest)
+		}
+		errs = append(errs, fmt.Errorf("config: env %s names no config key%s", name, hint))
+	}
+	return errors.Join(errs...)
 }
 
 func (l *loader) bindFlags(flags *pflag.FlagSet) error {
@@ -132,10 +175,31 @@ func (l *loader) bindFlags(flags *pflag.FlagSet) error {
 		if _, known := l.keys[key]; !known {
 			return fmt.Errorf("config: flag --%s: unknown key %q%s", SetFlag, key, l.suggest(key))
 		}
-		l.v.Set(key, value)
+		list, err := listValue(l.keys[key], value)
+		if err != nil {
+			return fmt.Errorf("config: flag --%s %s: %w", SetFlag, kv, err)
+		}
+		l.v.Set(key, list)
 		l.flagSrc[key] = fmt.Sprintf("flag --%s %s", SetFlag, kv)
 	}
 	return nil
+}
+
+// listValue reads a --set value for a list key in either form, a,b or [a, b] (YAML's flow
+// sequence, quotes allowed); other keys keep the string.
+func listValue(lf leaf, value string) (any, error) {
+	if lf.typ.Kind() != reflect.Slice {
+		return value, nil
+	}
+	v := strings.TrimSpace(value)
+	if !strings.HasPrefix(v, "[") {
+		return value, nil
+	}
+	var items []string
+	if err := yaml.Unmarshal([]byte(v), &items); err != nil {
+		return nil, fmt.Errorf("want a,b or [a, b]: %v", err)
+	}
+	return items, nil
 }
 
 // decode converts every key on its own, so a bad value is reported with its key and source.

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,6 +160,34 @@ func TestShippedConfigs(t *testing.T) {
 	for _, p := range paths {
 		if _, err := Load(p, nil); err != nil {
 			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// Issue 26 case 10: a misspelled SCHEDRL_ variable is an error with a suggestion, like a
+// misspelled file key.
+func TestMisspelledEnvIsAnError(t *testing.T) {
+	t.Setenv("SCHEDRL_SIM_NODE", "x.csv")
+	_, err := Load("", nil)
+	if err == nil || !strings.Contains(err.Error(), "env SCHEDRL_SIM_NODE names no config key (did you mean SCHEDRL_SIM_NODES?)") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// Issue 26 case 11: --set takes a list as a,b or [a, b].
+func TestSetListInBrackets(t *testing.T) {
+	for _, v := range []string{"fgd,bestfit", "[fgd,bestfit]", "[fgd, bestfit]", `["fgd", "bestfit"]`} {
+		f := pflag.NewFlagSet("t", pflag.ContinueOnError)
+		AddFlags(f, "")
+		if err := f.Parse([]string{"--set", "eval.policies=" + v}); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := Load("", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(cfg.Eval.Policies, []string{"fgd", "bestfit"}) {
+			t.Errorf("--set eval.policies=%s: %q", v, cfg.Eval.Policies)
 		}
 	}
 }

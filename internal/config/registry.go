@@ -15,6 +15,8 @@ type RegistryConfig struct {
 	Store    string         `mapstructure:"store" yaml:"store"`
 	S3       S3Config       `mapstructure:"s3" yaml:"s3"`
 	Tracking TrackingConfig `mapstructure:"tracking" yaml:"tracking"`
+	// Deadline bounds a whole registry command (all its requests and retries together).
+	Deadline time.Duration `mapstructure:"deadline" yaml:"deadline"`
 }
 
 // S3Config is the S3/MinIO endpoint of an s3:// store.
@@ -26,6 +28,12 @@ type S3Config struct {
 	// or MINIO_ROOT_USER/MINIO_ROOT_PASSWORD.
 	AccessKey string `mapstructure:"access_key" yaml:"access_key" secret:"true"`
 	SecretKey string `mapstructure:"secret_key" yaml:"secret_key" secret:"true"`
+	// Timeout bounds each request (connect, answer and transfer); Retries is how many times
+	// an idempotent one (get, list, put, delete) is retried, with exponential backoff from
+	// Backoff. A conditional create is never retried.
+	Timeout time.Duration `mapstructure:"timeout" yaml:"timeout"`
+	Retries int           `mapstructure:"retries" yaml:"retries"`
+	Backoff time.Duration `mapstructure:"backoff" yaml:"backoff"`
 }
 
 // TrackingConfig is the MLflow tracking server the registry mirrors to; empty URI: no mirror.
@@ -38,8 +46,8 @@ type TrackingConfig struct {
 	Token    string `mapstructure:"token" yaml:"token" secret:"true"`
 	Username string `mapstructure:"username" yaml:"username"`
 	Password string `mapstructure:"password" yaml:"password" secret:"true"`
-	// Retries is how many times a request is retried on a connection error or 5xx, with
-	// exponential backoff starting at Backoff.
+	// Retries is how many times an idempotent request (a GET, or a POST that sets a value) is
+	// retried on a connection error, a timeout or a 5xx, with exponential backoff from Backoff.
 	Retries int           `mapstructure:"retries" yaml:"retries"`
 	Backoff time.Duration `mapstructure:"backoff" yaml:"backoff"`
 	Timeout time.Duration `mapstructure:"timeout" yaml:"timeout"` // per request
@@ -49,6 +57,10 @@ type TrackingConfig struct {
 func (c *RegistryConfig) SetDefaults() {
 	c.Store = "file://artifacts/registry"
 	c.S3.Region = "us-east-1"
+	c.S3.Timeout = time.Minute
+	c.S3.Retries = 3
+	c.S3.Backoff = 200 * time.Millisecond
+	c.Deadline = 30 * time.Minute
 	c.Tracking.Experiment = "schedrl"
 	c.Tracking.Retries = 4
 	c.Tracking.Backoff = 200 * time.Millisecond
@@ -79,6 +91,16 @@ func (c RegistryConfig) Validate() error {
 		}
 	default:
 		return fmt.Errorf("store: want file://DIR or s3://BUCKET/PREFIX, got %q", c.Store)
+	}
+	switch {
+	case c.S3.Timeout <= 0:
+		return fmt.Errorf("s3.timeout: must be > 0, got %v", c.S3.Timeout)
+	case c.S3.Retries < 0:
+		return fmt.Errorf("s3.retries: must be >= 0, got %d", c.S3.Retries)
+	case c.S3.Backoff <= 0:
+		return fmt.Errorf("s3.backoff: must be > 0, got %v", c.S3.Backoff)
+	case c.Deadline <= 0:
+		return fmt.Errorf("deadline: must be > 0, got %v", c.Deadline)
 	}
 	t := c.Tracking
 	if t.URI != "" {

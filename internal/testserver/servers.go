@@ -126,8 +126,9 @@ type MLflow struct {
 	proc *process
 }
 
-// StartMLflow starts `mlflow server` from the setup's virtualenv; run artifacts go to
-// s3://BUCKET/mlflow in minio (the bucket is created).
+// StartMLflow starts `mlflow server` from the setup's virtualenv as its own artifact proxy
+// (run artifact URIs are mlflow-artifacts:/..., uploads and downloads go through the server)
+// storing into s3://BUCKET/mlflow in minio (the bucket is created).
 func StartMLflow(minio *MinIO, bucket string) (*MLflow, error) {
 	bin, err := tool("venv-mlflow/bin/mlflow", "30-mlflow.sh")
 	if err != nil {
@@ -149,7 +150,7 @@ func StartMLflow(minio *MinIO, bucket string) (*MLflow, error) {
 		name: "mlflow",
 		argv: []string{bin, "server", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--workers", "1",
 			"--backend-store-uri", "sqlite:///" + filepath.Join(dir, "mlflow.db"),
-			"--default-artifact-root", "s3://" + bucket + "/mlflow"},
+			"--serve-artifacts", "--artifacts-destination", "s3://" + bucket + "/mlflow"},
 		env: []string{"MLFLOW_S3_ENDPOINT_URL=http://" + minio.Endpoint,
 			"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.SecretKey},
 		log: filepath.Join(dir, "mlflow.log"),

@@ -73,7 +73,7 @@ func (s *expertLogs) Run(ctx context.Context, env pipeline.Env) (pipeline.Result
 		}
 		hi := min(lo+workers, len(jobs))
 		var errs []error
-		for _, r := range sim.RunBatch(jobs[lo:hi], newPlacer, workers) {
+		for _, r := range sim.RunBatch(ctx, jobs[lo:hi], newPlacer, workers) {
 			if r.Err != nil {
 				errs = append(errs, fmt.Errorf("seed %d: %w", r.Seed, r.Err))
 				continue

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 )
@@ -33,7 +34,7 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 }
 
 func newGivenLogs(glob string) (*givenLogs, error) {
-	files, err := filepath.Glob(glob)
+	files, err := atomicfile.Glob(glob)
 	if err != nil {
 		return nil, fmt.Errorf("datasets.logs: %q: %w", glob, err)
 	}

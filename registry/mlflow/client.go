@@ -1,6 +1,7 @@
 // Package mlflow is a small client of the MLflow tracking server's REST API (2.x, /api/2.0):
 // experiments, runs, batched params/metrics/tags, registered models, model versions, aliases
-// and search. Requests are retried with exponential backoff on connection errors and 5xx.
+// and search. Every request has a deadline (the client's timeout); GETs and the POSTs that
+// set a value are retried with exponential backoff on connection errors, timeouts and 5xx.
 // Auth is a bearer token or basic auth; credentials never appear in errors or logs.
 package mlflow
 
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -84,24 +86,71 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if len(query) > 0 {
 		target += "?" + query.Encode()
 	}
+	status, data, err := c.send(ctx, method, target, path, body, idempotent(method, path))
+	if err != nil {
+		return err
+	}
+	return decodeAnswer(path, status, data, out)
+}
+
+// send makes the request, retrying it when again is set; errors name the method, the API
+// path and the server.
+func (c *Client) send(ctx context.Context, method, target, path string, body []byte, again bool) (int, []byte, error) {
 	wait := c.backoff
 	for attempt := 0; ; attempt++ {
 		status, data, err := c.do(ctx, method, target, body)
-		retry := err != nil || status >= 500
+		retry := again && (err != nil || status >= 500)
 		if !retry || attempt >= c.retries || ctx.Err() != nil {
 			if err != nil {
-				return fmt.Errorf("mlflow %s %s: %w", method, path, err)
+				if ctx.Err() != nil {
+					err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
+				}
+				if attempt > 0 {
+					err = fmt.Errorf("after %d attempts: %w", attempt+1, err)
+				}
+				return 0, nil, fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, err)
 			}
-			return decodeAnswer(path, status, data, out)
+			return status, data, nil
 		}
 		c.log.Debug("mlflow request failed; retrying", "path", path, "status", status, "err", err, "in", wait)
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("mlflow %s %s: %w", method, path, ctx.Err())
+			return 0, nil, fmt.Errorf("mlflow %s %s at %s: %w", method, path, c.base, context.Cause(ctx))
 		case <-time.After(wait):
 		}
 		wait *= 2
 	}
+}
+
+// ProxiedArtifacts reports whether a run's artifact URI is served by the tracking server
+// itself (mlflow-artifacts:/...), so that UploadArtifact can write there.
+func ProxiedArtifacts(artifactURI string) bool {
+	return strings.HasPrefix(artifactURI, proxyScheme)
+}
+
+const proxyScheme = "mlflow-artifacts:/"
+
+// UploadArtifact stores data as artifactURI/path through the server's artifact proxy; the
+// same bytes to the same path change nothing, so it is retried like a GET.
+func (c *Client) UploadArtifact(ctx context.Context, artifactURI, path string, data []byte) error {
+	if !ProxiedArtifacts(artifactURI) {
+		return fmt.Errorf("mlflow artifacts %s: not served by %s (start mlflow server with --serve-artifacts)", artifactURI, c.base)
+	}
+	rel := strings.Trim(strings.TrimPrefix(artifactURI, proxyScheme), "/") + "/" + path
+	api := "mlflow-artifacts/artifacts/" + rel
+	status, answer, err := c.send(ctx, http.MethodPut, c.base+"/api/2.0/"+(&url.URL{Path: api}).EscapedPath(), api, data, true)
+	if err != nil {
+		return err
+	}
+	return decodeAnswer(api, status, answer, nil)
+}
+
+// idempotentPOST are the POSTs that set a value, so that repeating one changes nothing; the
+// others (create a run or version, log metrics) are sent once.
+var idempotentPOST = map[string]bool{"runs/update": true, "registered-models/alias": true}
+
+func idempotent(method, path string) bool {
+	return method == http.MethodGet || idempotentPOST[path]
 }
 
 func (c *Client) do(ctx context.Context, method, target string, body []byte) (int, []byte, error) {
@@ -118,6 +167,10 @@ func (c *Client) do(ctx context.Context, method, target string, body []byte) (in
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return 0, nil, fmt.Errorf("no answer within %v (registry.tracking.timeout): %w", c.http.Timeout, err)
+		}
 		return 0, nil, err
 	}
 	defer resp.Body.Close()

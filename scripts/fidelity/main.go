@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"encoding/csv"
 	"flag"
 	"fmt"
@@ -176,7 +177,7 @@ func run(tracesDir, nodes, paperPath, seedSpec, extra string, workers int) error
 			}
 		}
 		name := p
-		for j, r := range sim.RunBatch(sub, func() (sim.Placer, error) { return policy.NewPlacer(name) }, workers) {
+		for j, r := range sim.RunBatch(context.Background(), sub, func() (sim.Placer, error) { return policy.NewPlacer(name) }, workers) {
 			if r.Err != nil {
 				return r.Err
 			}

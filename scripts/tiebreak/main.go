@@ -7,6 +7,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"math"
@@ -132,7 +133,7 @@ func main() {
 	}
 	fmt.Printf("GPU allocation %% at 130%% arrived, default trace, seeds %s\n", *seedSpec)
 	for _, r := range rules {
-		res := sim.RunBatch(jobs, func() (sim.Placer, error) { return &placer{rule: r}, nil }, 0)
+		res := sim.RunBatch(context.Background(), jobs, func() (sim.Placer, error) { return &placer{rule: r}, nil }, 0)
 		var sum float64
 		var per []string
 		for _, j := range res {

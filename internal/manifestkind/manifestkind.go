@@ -1,0 +1,71 @@
+// Package manifestkind tells what a directory holds by its manifest.json's schema field (a
+// checkpoint's "format", a dataset's "schema_version"), so that a reader given the wrong kind
+// of directory says so instead of failing on the first field it does not know.
+package manifestkind
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Kind is what a directory's manifest describes.
+type Kind string
+
+const (
+	Checkpoint Kind = "checkpoint"
+	Dataset    Kind = "dataset"
+	Unknown    Kind = "unknown"
+)
+
+// ManifestFile is the manifest's name in every kind of directory.
+const ManifestFile = "manifest.json"
+
+// schemaField is the field that only manifests of each kind have.
+var schemaField = map[Kind]string{Checkpoint: "format", Dataset: "schema_version"}
+
+// Expect checks that dir exists and its manifest is of kind want. The error says "DIR does
+// not exist", "DIR: not a K: no manifest.json" or "DIR is a dataset, not a checkpoint".
+func Expect(dir string, want Kind) error {
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s does not exist", dir)
+	case err != nil:
+		return err
+	case !st.IsDir():
+		return fmt.Errorf("%s is a file; a %s is a directory", dir, want)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: not a %s: no %s", dir, want, ManifestFile)
+	}
+	if err != nil {
+		return err
+	}
+	got := Of(data)
+	switch got {
+	case want:
+		return nil
+	case Unknown:
+		return fmt.Errorf("%s: not a %s: %s has no %q field", dir, want, ManifestFile, schemaField[want])
+	}
+	return fmt.Errorf("%s is a %s, not a %s", dir, got, want)
+}
+
+// Of sniffs the kind of a manifest from its top-level fields.
+func Of(manifest []byte) Kind {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(manifest, &fields) != nil {
+		return Unknown
+	}
+	for _, k := range []Kind{Checkpoint, Dataset} {
+		if _, ok := fields[schemaField[k]]; ok {
+			return k
+		}
+	}
+	return Unknown
+}
