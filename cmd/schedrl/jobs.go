@@ -23,6 +23,7 @@ import (
 
 // jobsOptions are the flags of `schedrl jobs`.
 type jobsOptions struct {
+	Out         io.Writer
 	Trace       string
 	Cluster     string
 	ServersGPUs string
@@ -58,7 +59,10 @@ type jobsSummary struct {
 	JCT         map[string]float64 `json:"jct_s"`
 }
 
-func newJobsCmd() *cobra.Command {
+func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runJobs
+	}
 	opts := &jobsOptions{}
 	cmd := &cobra.Command{
 		Use:   "jobs",
@@ -72,7 +76,8 @@ func newJobsCmd() *cobra.Command {
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runJobs(cmd.Context(), opts, cmd.OutOrStdout())
+			opts.Out = cmd.OutOrStdout()
+			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
@@ -94,10 +99,9 @@ func newJobsCmd() *cobra.Command {
 	return cmd
 }
 
-func init() { rootCmd.AddCommand(newJobsCmd()) }
-
 // runJobs is the command without cobra.
-func runJobs(ctx context.Context, opts *jobsOptions, w io.Writer) error {
+func runJobs(ctx context.Context, opts *jobsOptions) error {
+	w := opts.Out
 	start := time.Now()
 	if opts.Trace == "" {
 		return errors.New("jobs: --trace is required")

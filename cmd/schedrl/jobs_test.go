@@ -19,7 +19,8 @@ func TestRunJobsContract(t *testing.T) {
 		Window: "100-400", Seed: 0, Compat: "gavel", JSON: true,
 	}
 	var out bytes.Buffer
-	if err := runJobs(context.Background(), opts, &out); err != nil {
+	opts.Out = &out
+	if err := runJobs(context.Background(), opts); err != nil {
 		t.Fatal(err)
 	}
 	var got map[string]any
@@ -51,7 +52,8 @@ func TestRunJobsSameSeedSameBytes(t *testing.T) {
 			Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "max_min_fairness", Round: 360,
 			Window: "0-300", Seed: 5, Compat: "gavel", JSON: true}
 		var out bytes.Buffer
-		if err := runJobs(context.Background(), opts, &out); err != nil {
+		opts.Out = &out
+		if err := runJobs(context.Background(), opts); err != nil {
 			t.Fatal(err)
 		}
 		return regexp.MustCompile(`"wall_seconds": [0-9.e-]+`).ReplaceAllString(out.String(), "")
@@ -78,7 +80,8 @@ func TestRunJobsErrors(t *testing.T) {
 	}
 	for name, c := range cases {
 		var out bytes.Buffer
-		err := runJobs(context.Background(), &c.opts, &out)
+		c.opts.Out = &out
+		err := runJobs(context.Background(), &c.opts)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to contain %q", name, err, c.want)
 		}

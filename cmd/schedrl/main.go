@@ -33,6 +33,7 @@ func newRootCmd() *cobra.Command {
 		newPretrainCmd(nil),
 		newFinetuneCmd(nil),
 		newEvalCmd(nil),
+		newJobsCmd(nil),
 		newDefragCmd(),
 		newRegistryCmd(),
 		newPipelineCmd(),
