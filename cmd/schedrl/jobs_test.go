@@ -63,6 +63,26 @@ func TestRunJobsSameSeedSameBytes(t *testing.T) {
 	}
 }
 
+// An openb pod list as the trace runs the openb timed-task world on the default node list.
+func TestRunJobsHandsOpenbTracesToTheTimedTaskWorld(t *testing.T) {
+	o := defaultOpenbJobsOptions()
+	o.Count = 2000
+	var out bytes.Buffer
+	opts := &jobsOptions{Out: &out, Trace: repotest.OpenbPods("default"), Load: 0.8, Seed: 3, JSON: true, Openb: o}
+	t.Chdir(repotest.Root())
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var got openbJobsSummary
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Queue != "backfill" || got.Policy != "fgd" || got.Arrived != 2000 || got.Jobs != 2000 || got.AllocMean <= 0 {
+		t.Errorf("queue %q placer %q arrived %d measured %d allocation %.2f%%: want backfill, fgd, 2000, 2000, > 0",
+			got.Queue, got.Policy, got.Arrived, got.Jobs, got.AllocMean)
+	}
+}
+
 func TestRunJobsErrors(t *testing.T) {
 	trace := repotest.Data("gavel", "reference", "gen-8x3-lam3600-seed0.trace")
 	table := repotest.Data("gavel", "simulation_throughputs.json")
@@ -70,8 +90,8 @@ func TestRunJobsErrors(t *testing.T) {
 		opts jobsOptions
 		want string
 	}{
-		"openb pods":    {jobsOptions{Trace: repotest.OpenbPods("default")}, "openb traces: not wired on this branch"},
-		"openb nodes":   {jobsOptions{Trace: trace, Nodes: repotest.OpenbNodes()}, "openb traces: not wired on this branch"},
+		"openb queue":   {jobsOptions{Trace: repotest.OpenbPods("default"), Policy: "lottery", Openb: defaultOpenbJobsOptions()}, `queue discipline "lottery"`},
+		"openb nodes":   {jobsOptions{Trace: trace, Nodes: repotest.OpenbNodes(), Openb: defaultOpenbJobsOptions()}, "gen-8x3-lam3600-seed0.trace"},
 		"cluster":       {jobsOptions{Trace: trace, Cluster: "8:8", Throughputs: table, Policy: "fifo"}, `cluster "8:8"`},
 		"window":        {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "fifo", Window: "300-0"}, "--window"},
 		"policy":        {jobsOptions{Trace: trace, Cluster: "8:8:8", Throughputs: table, Policy: "lottery"}, `unknown policy "lottery"`},
