@@ -147,8 +147,9 @@ func (s *publishStage) Missing(ctx context.Context, out pipeline.Output) (string
 	if err := json.Unmarshal(data, &p); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
+	// A store that no longer exists holds no version either: publishing creates it again.
 	versions, err := s.reg.Versions(ctx, s.model)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err != nil && !errors.Is(err, registry.ErrNotFound) && !errors.Is(err, registry.ErrNoStore) {
 		return "", err
 	}
 	for _, v := range versions {

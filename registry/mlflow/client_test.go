@@ -35,6 +35,8 @@ func client(uri string, retries int, token, user, pass string) *Client {
 		Token: token, Username: user, Password: pass}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// Idempotent calls (here setting an alias) are retried on 5xx and connection errors; a create is
+// not, since a repeat after a lost answer would create twice.
 func TestRetries(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -52,7 +54,7 @@ func TestRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var auth atomic.Value
 			srv, calls := flaky(t, tc.failures, tc.status, &auth)
-			err := client(srv.URL, tc.retries, "tok-abc", "", "").EnsureRegisteredModel(context.Background(), "m")
+			err := client(srv.URL, tc.retries, "tok-abc", "", "").SetAlias(context.Background(), "m", "champion", "1")
 			if calls.Load() != tc.wantCalls {
 				t.Errorf("%d requests, want %d", calls.Load(), tc.wantCalls)
 			}
@@ -69,12 +71,21 @@ func TestRetries(t *testing.T) {
 	}
 }
 
+func TestCreateIsNotRetried(t *testing.T) {
+	var auth atomic.Value
+	srv, calls := flaky(t, 2, http.StatusServiceUnavailable, &auth)
+	err := client(srv.URL, 3, "", "", "").EnsureRegisteredModel(context.Background(), "m")
+	if calls.Load() != 1 || err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("%d requests, err %v: want 1 request and the 503", calls.Load(), err)
+	}
+}
+
 func TestConnectionErrorsAreRetried(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	uri := srv.URL
 	srv.Close() // nothing listens there now
 	start := time.Now()
-	err := client(uri, 3, "", "u", "pw-secret").EnsureRegisteredModel(context.Background(), "m")
+	err := client(uri, 3, "", "u", "pw-secret").SetAlias(context.Background(), "m", "champion", "1")
 	if err == nil || strings.Contains(err.Error(), "pw-secret") {
 		t.Fatalf("err = %v", err)
 	}
