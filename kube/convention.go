@@ -23,7 +23,8 @@
 //
 // Nodes: capacity nvidia.com/gpu is the GPU count, label alibabacloud.com/gpu-card-model the
 // model. A bound pod's GPUs are annotation alibabacloud.com/gpu-index, "0-3" (indices joined
-// by '-'), written by the extender before the binding so a device plugin can honour it.
+// by '-'), written by the extender on the Binding (the API server copies it onto the pod as it binds),
+// so a device plugin can honour it.
 package kube
 
 import (
@@ -237,4 +238,48 @@ func PodObject(t sim.Task, namespace, name string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: a},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
 	}
+}
+
+// ClusterOf builds the model of Node objects and the pods bound to them (terminated pods
+// left out), nodes in name order. Every bound pod must fit where it is, on the GPUs its
+// gpu-index annotation names: an over-committed node or GPU is an error naming the pod.
+func ClusterOf(nodes []corev1.Node, pods []corev1.Pod, model *sim.FragModel) (*sim.Cluster, error) {
+	sorted := slices.Clone(nodes)
+	slices.SortFunc(sorted, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	sn := make([]sim.Node, len(sorted))
+	for i := range sorted {
+		n, err := NodeOf(&sorted[i])
+		if err != nil {
+			return nil, err
+		}
+		sn[i] = n
+	}
+	c, err := sim.NewCluster(sn, model)
+	if err != nil {
+		return nil, err
+	}
+	bound := slices.Clone(pods)
+	slices.SortFunc(bound, func(a, b corev1.Pod) int { return strings.Compare(TaskName(&a), TaskName(&b)) })
+	for i := range bound {
+		p := &bound[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		t, err := TaskOf(p)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", TaskName(p), err)
+		}
+		gpus, err := ParseGPUIndex(p.Annotations[AnnotGPUIndex])
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", TaskName(p), err)
+		}
+		node, ok := c.NodeIndex(p.Spec.NodeName)
+		if !ok {
+			return nil, fmt.Errorf("pod %s: bound to node %s, which has no Node object", TaskName(p), p.Spec.NodeName)
+		}
+		if err := c.Place(t, sim.Choice{Node: node, GPUs: gpus}); err != nil {
+			return nil, fmt.Errorf("pod %s: %w", TaskName(p), err)
+		}
+	}
+	return c, nil
 }

@@ -333,6 +333,15 @@ func (tx Txn) Assumed(pod *corev1.Pod) (sim.Choice, bool) {
 	return sim.Choice{Node: i, GPUs: a.gpus}, ok
 }
 
+// BoundTo is the node this pod (same UID) is bound to, if the informers have seen it bound.
+func (tx Txn) BoundTo(pod *corev1.Pod) (string, bool) {
+	b, ok := tx.m.bound[TaskName(pod)]
+	if !ok || b.uid != pod.UID {
+		return "", false
+	}
+	return b.node, true
+}
+
 // Assume places a decided, not yet bound pod in the model, replacing an earlier assumption
 // for the same pod.
 func (tx Txn) Assume(pod *corev1.Pod, t sim.Task, ch sim.Choice) error {

@@ -5,8 +5,8 @@
 // Filter makes the decision, as HAMi's extender does: it runs the placer once per pod, assumes
 // the chosen node and GPUs in the model, and returns that node alone, so the scheduler's own
 // scoring cannot overrule it. Prioritize gives that node the top score. Bind writes the GPU
-// indices as the gpu-index annotation (for a device plugin to honour), then creates the
-// Binding. A pod whose request is malformed fails filter on every node with the reason, which
+// indices as the gpu-index annotation (for a device plugin to honour) on the Binding it
+// creates, which the API server copies onto the pod as it binds it. A pod whose request is malformed fails filter on every node with the reason, which
 // the scheduler shows in the pod's FailedScheduling event.
 package extender
 
@@ -25,7 +25,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
@@ -167,6 +166,11 @@ func (s *Server) filter(_ context.Context, body []byte) (any, string) {
 	var res *extenderv1.ExtenderFilterResult
 	result := "placed"
 	err = s.opts.Mirror.Do(func(c *sim.Cluster, tx kube.Txn) error {
+		if node, ok := tx.BoundTo(pod); ok {
+			// A pod updated while its bind was in flight comes back once; never place it twice.
+			res, result = failAll(names, "schedrl: pod is already bound to "+node, false), "bound-already"
+			return nil
+		}
 		ch, ok := tx.Assumed(pod)
 		if !ok {
 			if ch, ok = s.opts.Placer.Place(c, task, s.rng); !ok {
@@ -280,26 +284,21 @@ func (s *Server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 	return nil
 }
 
+// writeBinding creates the Binding with the gpu-index annotation on it: the API server copies
+// a binding's annotations onto the pod in the same write that sets its node, so no pod is
+// ever seen bound without its GPUs (or annotated but unbound). The UID guards against a
+// re-created pod of the same name.
 func (s *Server) writeBinding(ctx context.Context, args extenderv1.ExtenderBindingArgs, gpus sim.GPUSet) error {
-	pods := s.opts.Client.CoreV1().Pods(args.PodNamespace)
-	if gpus != 0 {
-		// UID precondition: never annotate a re-created pod of the same name.
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"uid": args.PodUID,
-			"annotations": map[string]string{kube.AnnotGPUIndex: kube.FormatGPUIndex(gpus)}}})
-		pctx, cancel := context.WithTimeout(ctx, s.opts.APITimeout)
-		_, err := pods.Patch(pctx, args.PodName, types.MergePatchType, patch, metav1.PatchOptions{})
-		cancel()
-		if err != nil {
-			return fmt.Errorf("annotate %s: %w", kube.AnnotGPUIndex, err)
-		}
-	}
-	bctx, cancel := context.WithTimeout(ctx, s.opts.APITimeout)
-	defer cancel()
-	err := pods.Bind(bctx, &corev1.Binding{
+	b := &corev1.Binding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: args.PodNamespace, Name: args.PodName, UID: args.PodUID},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: args.Node},
-	}, metav1.CreateOptions{})
-	if err != nil {
+	}
+	if gpus != 0 {
+		b.Annotations = map[string]string{kube.AnnotGPUIndex: kube.FormatGPUIndex(gpus)}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.APITimeout)
+	defer cancel()
+	if err := s.opts.Client.CoreV1().Pods(args.PodNamespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("bind: %w", err)
 	}
 	return nil
