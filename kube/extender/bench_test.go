@@ -15,6 +15,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/schedrl/schedrl/kube"
+	"github.com/schedrl/schedrl/kube/kubetest"
 )
 
 // BenchmarkFilterPrioritize is one scheduling decision as kube-scheduler asks for it at the
@@ -23,7 +24,7 @@ import (
 // node name in the request (nodeCacheCapable). p99-ms is the 99th percentile of the pair.
 func BenchmarkFilterPrioritize(b *testing.B) {
 	p := experiment(b)
-	s := serve(b, p.Nodes, p.Model, false)
+	s := kubetest.Serve(b, p.Nodes, p.Model, seed, false)
 	names := make([]string, len(p.Nodes))
 	for i, n := range p.Nodes {
 		names[i] = n.Name
@@ -31,7 +32,7 @@ func BenchmarkFilterPrioritize(b *testing.B) {
 	client := &http.Client{}
 	post := func(verb string, args *extenderv1.ExtenderArgs) {
 		body, _ := json.Marshal(args)
-		resp, err := client.Post(s.url+"/"+verb, "application/json", bytes.NewReader(body))
+		resp, err := client.Post(s.URL+"/"+verb, "application/json", bytes.NewReader(body))
 		if err != nil {
 			b.Fatal(err)
 		}
