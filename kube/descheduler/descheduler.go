@@ -76,10 +76,10 @@ type Report struct {
 	// Promised is the plan's outcome for the migrations carried out (the plan replayed
 	// without the refused and rate-limited ones); the plan's own when all went ahead.
 	Promised defrag.Outcome
-	Evicted []defrag.Migration // in plan order
-	Refused map[string]string  // task -> the API server's reason
-	Limited []string           // tasks skipped by the hourly limit
-	DryRun  bool
+	Evicted  []defrag.Migration // in plan order
+	Refused  map[string]string  // task -> the API server's reason
+	Limited  []string           // tasks skipped by the hourly limit
+	DryRun   bool
 }
 
 // New builds a controller.
