@@ -10,11 +10,13 @@ import (
 	"encoding/pem"
 	"fmt"
 	"math/big"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +75,7 @@ func StartKube() (*Kube, error) {
 func newKube(dir, etcdBin, apiBin string) (*Kube, error) {
 	ports := make([]int, 3)
 	for i := range ports {
-		p, err := FreePort()
+		p, err := restartablePort()
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +109,32 @@ func newKube(dir, etcdBin, apiBin string) (*Kube, error) {
 		// clear the not-ready taint new nodes get.
 		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition", "--v", "1"}}
 	return k, nil
+}
+
+// restartablePort is a free port below the kernel's ephemeral range. A server restarted on a
+// port from that range can find it taken: while it is down, a client retrying a connection to
+// it may be given that very port as its own and connect to itself.
+func restartablePort() (int, error) {
+	lo := 32768
+	if data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(data)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				lo = v
+			}
+		}
+	}
+	const base = 10000
+	if lo <= base+100 {
+		return FreePort()
+	}
+	for range 100 {
+		port := base + mrand.IntN(lo-base)
+		if l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			l.Close()
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("testserver: no free port in %d..%d", base, lo-1)
 }
 
 // writeCerts generates a CA, the API server's certificate for 127.0.0.1 and the service

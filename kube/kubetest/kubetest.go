@@ -44,10 +44,14 @@ func Submit(ctx context.Context, client kubernetes.Interface, namespace string, 
 }
 
 func submitOne(ctx context.Context, client kubernetes.Interface, namespace string, t sim.Task, wait time.Duration) (Outcome, error) {
+	return SubmitPod(ctx, client, kube.PodObject(t, namespace, t.Name), wait)
+}
+
+// SubmitPod creates a pod and waits until it is bound or marked unschedulable.
+func SubmitPod(ctx context.Context, client kubernetes.Interface, obj *corev1.Pod, wait time.Duration) (Outcome, error) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	pods := client.CoreV1().Pods(namespace)
-	obj := kube.PodObject(t, namespace, t.Name)
+	pods := client.CoreV1().Pods(obj.Namespace)
 	var lastErr error
 	for {
 		_, err := pods.Create(ctx, obj, metav1.CreateOptions{})
@@ -56,26 +60,26 @@ func submitOne(ctx context.Context, client kubernetes.Interface, namespace strin
 		}
 		lastErr = err
 		if !sleep(ctx, 50*time.Millisecond) {
-			return Outcome{}, fmt.Errorf("kubetest: create pod %s: %w", t.Name, lastErr)
+			return Outcome{}, fmt.Errorf("kubetest: create pod %s: %w", obj.Name, lastErr)
 		}
 	}
 	for {
-		p, err := pods.Get(ctx, t.Name, metav1.GetOptions{})
+		p, err := pods.Get(ctx, obj.Name, metav1.GetOptions{})
 		if err == nil {
 			if p.Spec.NodeName != "" {
 				gpus, err := kube.ParseGPUIndex(p.Annotations[kube.AnnotGPUIndex])
-				return Outcome{Task: t.Name, Bound: true, Node: p.Spec.NodeName, GPUs: gpus}, err
+				return Outcome{Task: obj.Name, Bound: true, Node: p.Spec.NodeName, GPUs: gpus}, err
 			}
 			for _, c := range p.Status.Conditions {
 				if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-					return Outcome{Task: t.Name, Reason: c.Message}, nil
+					return Outcome{Task: obj.Name, Reason: c.Message}, nil
 				}
 			}
 		} else {
 			lastErr = err
 		}
 		if !sleep(ctx, 5*time.Millisecond) {
-			return Outcome{}, fmt.Errorf("kubetest: pod %s neither bound nor unschedulable within %s (last error: %v)", t.Name, wait, lastErr)
+			return Outcome{}, fmt.Errorf("kubetest: pod %s neither bound nor unschedulable within %s (last error: %v)", obj.Name, wait, lastErr)
 		}
 	}
 }
