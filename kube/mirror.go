@@ -113,7 +113,11 @@ func (m *Mirror) Start(ctx context.Context, timeout time.Duration) error {
 	if !cache.WaitForCacheSync(wait.Done(), m.synced...) {
 		return fmt.Errorf("kube: nodes and pods not listed from the API server within %s", timeout)
 	}
-	return nil
+	// Build the model now, not in the first scheduling request.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, err := m.current()
+	return err
 }
 
 // Synced reports whether the informers have listed nodes and pods.

@@ -2,11 +2,14 @@ package extender_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/kube/extender"
 	"github.com/schedrl/schedrl/kube/kubetest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
@@ -62,8 +65,27 @@ func TestFGDMatchesSimulator(t *testing.T) {
 	if _, err := kubetest.Replay(ctx, client, p.Model); err != nil {
 		t.Fatalf("bound pods do not replay in the simulator: %v", err)
 	}
-	f99, nf := s.Timing.P99("/filter")
-	p99, np := s.Timing.P99("/prioritize")
-	t.Logf("%d pods (%d bound) in %s; extender p99 filter %s (%d calls), prioritize %s (%d calls)", len(tasks), bound,
-		wall.Round(time.Millisecond), f99, nf, p99, np)
+	for path, want := range map[string][]string{
+		"/healthz": {"ok"},
+		"/metrics": {`schedrl_extender_decisions_total{result="placed",verb="filter"} 300`,
+			`schedrl_extender_decisions_total{result="bound",verb="bind"} 300`,
+			`schedrl_extender_model_info{model="fgd",placer="fgd"} 1`, extender.LatencyMetric + `_bucket{verb="filter",le="0.005"}`},
+	} {
+		resp, err := http.Get(s.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range want {
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), w) {
+				t.Errorf("%s: status %d, no %q in:\n%s", path, resp.StatusCode, w, body)
+			}
+		}
+	}
+	f50, nf := s.Timing.Quantile("/filter", 0.5)
+	f99, _ := s.Timing.Quantile("/filter", 0.99)
+	p99, np := s.Timing.Quantile("/prioritize", 0.99)
+	t.Logf("%d pods (%d bound) in %s; extender filter p50 %s p99 %s (%d calls), prioritize p99 %s (%d calls)", len(tasks), bound,
+		wall.Round(time.Millisecond), f50, f99, nf, p99, np)
 }

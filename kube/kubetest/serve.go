@@ -90,8 +90,8 @@ func (tm *Timing) wrap(h http.Handler) http.Handler {
 	})
 }
 
-// P99 is the 99th percentile of one path's durations and how many there were.
-func (tm *Timing) P99(path string) (time.Duration, int) {
+// Quantile is the q-quantile (0..1) of one path's durations and how many there were.
+func (tm *Timing) Quantile(path string, q float64) (time.Duration, int) {
 	tm.mu.Lock()
 	defer tm.mu.Unlock()
 	d := slices.Clone(tm.took[path])
@@ -99,5 +99,5 @@ func (tm *Timing) P99(path string) (time.Duration, int) {
 		return 0, 0
 	}
 	slices.Sort(d)
-	return d[min(len(d)-1, len(d)*99/100)], len(d)
+	return d[min(len(d)-1, int(q*float64(len(d))))], len(d)
 }
