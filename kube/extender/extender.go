@@ -71,7 +71,7 @@ func New(opts Options) *Server {
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schedrl_extender_decisions_total",
 		Help: "Extender answers by verb and result (placed, unschedulable, malformed, bound, error)."}, []string{"verb", "result"})
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: LatencyMetric,
-		Help:    "Time to answer one extender request, by verb.",
+		Help: "Time to answer one extender request, by verb.",
 		// Fine around the 5 ms target, where the p99 is read.
 		Buckets: []float64{.0001, .00025, .0005, .001, .002, .003, .004, .005, .0075, .01, .025, .05, .1, .25, 1}}, []string{"verb"})
 	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "schedrl_extender_model_info",
