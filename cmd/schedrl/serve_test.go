@@ -2,19 +2,24 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sugarme/gotch"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/internal/testserver"
+	"github.com/schedrl/schedrl/kube"
+	"github.com/schedrl/schedrl/kube/descheduler"
 	"github.com/schedrl/schedrl/kube/kubetest"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/registry"
@@ -133,5 +138,97 @@ func TestServeExtenderModelPullFails(t *testing.T) {
 	err := runServeExtender(context.Background(), opts)
 	if err == nil || !strings.Contains(err.Error(), "model placement@champion: pull") {
 		t.Fatalf("err = %v, want a pull error naming placement@champion", err)
+	}
+}
+
+// TestServeDefragRegistryModelDryRun: `schedrl serve defrag --model defrag@champion --once`
+// pulls the defrag agent from the registry, plans on a real API server's pods, and in dry-run
+// evicts nothing: it reports its migrations as DefragPlanned Events, and no other kind. A
+// reference the registry lacks stops it with the reference named.
+func TestServeDefragRegistryModelDryRun(t *testing.T) {
+	spec, err := env.SpecOf(env.DefragName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nc config.NetworkConfig
+	nc.SetDefaults()
+	nn.Seed(5)
+	dnet, err := nn.NewNet(nn.NewArch(spec, nc, 5), gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ckpt := filepath.Join(t.TempDir(), "defrag")
+	if _, err := nn.SaveCheckpoint(ckpt, dnet, nn.Lineage{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Registry.Store = "file://" + t.TempDir()
+	reg, err := registry.Open(cfg.Registry, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := reg.Publish(ctx, "defrag", ckpt); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Promote(ctx, "defrag@1", "champion"); err != nil {
+		t.Fatal(err)
+	}
+	k, err := testserver.StartKube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	nodes := []sim.Node{{Name: "a", CPU: 64000, Mem: 262144, GPUs: 4, GPUType: "V100M16"}, {Name: "b", CPU: 64000, Mem: 262144, GPUs: 4, GPUType: "V100M16"}}
+	if err := kubetest.RegisterNodes(ctx, k, nodes); err != nil {
+		t.Fatal(err)
+	}
+	client, err := k.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half-used GPUs on both nodes: bound pods, as a scheduler would have left them.
+	for i := range 6 {
+		pod := kube.PodObject(sim.Task{CPU: 2000, Mem: 4096, NumGPU: 1, GPUMilli: 500}, "default", fmt.Sprintf("share-%d", i))
+		pod.Spec.NodeName = nodes[i%2].Name
+		pod.Annotations[kube.AnnotGPUIndex] = strconv.Itoa(i / 2)
+		if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig, err := k.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := serveDefragOptions{
+		kubeFlags:     kubeFlags{Kubeconfig: kubeconfig, QPS: 100, Burst: 200, APITimeout: 10 * time.Second, SyncTimeout: time.Minute},
+		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
+		Model:         "defrag@champion", Placer: "fgd", Budget: 3, Samples: 8, Interval: time.Minute, PerHour: 10,
+		GracePeriod: -1, Once: true, Config: cfg, Log: slog.Default(),
+	}
+	if err := runServeDefrag(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 6 {
+		t.Fatalf("dry run left %d pods of 6 (err %v)", len(pods.Items), err)
+	}
+	events, err := client.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) == 0 {
+		t.Fatal("dry run reported no planned migration (the seeded agent plans 3 here)")
+	}
+	for _, e := range events.Items {
+		if e.Reason != descheduler.ReasonPlanned {
+			t.Errorf("dry run left a %s event on %s: %s", e.Reason, e.InvolvedObject.Name, e.Message)
+		}
+	}
+	t.Logf("dry-run plan from defrag@champion: %d migrations reported as events", len(events.Items))
+
+	opts.Model = "defrag@missing"
+	if err := runServeDefrag(ctx, opts); err == nil || !strings.Contains(err.Error(), "model defrag@missing: pull") {
+		t.Fatalf("missing model: err %v", err)
 	}
 }
