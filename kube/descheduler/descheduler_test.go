@@ -108,13 +108,17 @@ func waitRunning(t *testing.T, m *kube.Mirror, n int) {
 }
 
 func controller(t *testing.T, s *kubetest.Served, client kubernetes.Interface, evict bool) *descheduler.Controller {
+	return limitedController(t, s, client, evict, 100)
+}
+
+func limitedController(t *testing.T, s *kubetest.Served, client kubernetes.Interface, evict bool, perHour int) *descheduler.Controller {
 	t.Helper()
 	fgd, _ := policy.NewPlacer("fgd")
 	d, _ := policy.NewDefragmenter("frag-one-pod")
 	zero := int64(0)
 	c, err := descheduler.New(descheduler.Options{Client: client, Mirror: s.Mirror, Planner: defrag.Heuristic{D: d}, Placer: fgd,
 		Defrag: env.DefragOptions{Budget: budget, RewardFragment: 1, RewardPending: 1, MigrationCost: 0.1}, Seed: seed,
-		Interval: time.Minute, Evict: evict, MaxPerHour: 100, GracePeriod: &zero})
+		Interval: time.Minute, Evict: evict, MaxPerHour: perHour, GracePeriod: &zero})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +164,7 @@ func protect(t *testing.T, client kubernetes.Interface, name string) {
 // eviction a PodDisruptionBudget forbids, and once the owner (the test) re-creates the
 // evicted pods and kube-scheduler with the extender places them, the fragment is within one
 // task's worth of what the plan promised for the evictions made; the bound pods replay in the
-// simulator without over-commit.
+// simulator without over-commit; at one eviction an hour, a round evicts one pod at most.
 func TestDefragController(t *testing.T) {
 	s, client, model, tasks := fragmented(t)
 	ctx := context.Background()
@@ -225,4 +229,18 @@ func TestDefragController(t *testing.T) {
 	if math.Abs(got-rep.Promised.FragGPU) > oneTask {
 		t.Fatalf("fragment after re-creation %.2f GPUs, promised %.2f: more than one task's worth (%.2f) apart", got, rep.Promised.FragGPU, oneTask)
 	}
+
+	// One eviction an hour: a round evicts at most one pod and reports the rest as limited.
+	limited, err := limitedController(t, s, client, true, 1).Once(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(limited.Evicted) > 1 || len(limited.Evicted)+len(limited.Limited)+len(limited.Refused) != len(limited.Plan.Steps) {
+		t.Fatalf("rate limit 1/h: %d steps, %d evicted, %d limited, %d refused", len(limited.Plan.Steps), len(limited.Evicted),
+			len(limited.Limited), len(limited.Refused))
+	}
+	if len(limited.Plan.Steps) >= 2 && len(limited.Limited) == 0 {
+		t.Fatalf("rate limit 1/h: %d steps, none limited", len(limited.Plan.Steps))
+	}
+	t.Logf("rate limit 1/h: %d steps, %d evicted, %d limited", len(limited.Plan.Steps), len(limited.Evicted), len(limited.Limited))
 }
