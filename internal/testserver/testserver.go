@@ -1,6 +1,7 @@
-// Package testserver starts real MinIO and MLflow servers for tests, as separate programs on
-// free 127.0.0.1 ports with data in temporary folders. The binaries come from the git-ignored
-// .deps folder that `make setup` fills (scripts/setup.d/20-minio.sh, 30-mlflow.sh). A server
+// Package testserver starts real MinIO and MLflow servers and a Kubernetes control plane (etcd,
+// kube-apiserver, kube-scheduler) for tests, as separate programs on free 127.0.0.1 ports with
+// data in temporary folders. The binaries come from the git-ignored .deps folder that
+// `make setup` fills (scripts/setup.d/20-minio.sh, 25-kube.sh, 30-mlflow.sh). A server
 // that cannot start is an error, never a skip: start servers in TestMain and exit non-zero.
 //
 // Servers can be stopped and restarted on the same port and data, for fault tests.

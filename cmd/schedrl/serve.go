@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/schedrl/schedrl/defrag"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/kube"
+	"github.com/schedrl/schedrl/kube/descheduler"
+	"github.com/schedrl/schedrl/kube/extender"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/registry"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// newServeCmd groups the commands that put policies in front of a real cluster.
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run policies against a Kubernetes cluster: scheduler extender, defrag controller",
+	}
+	cmd.AddCommand(newServeExtenderCmd(nil), newServeDefragCmd(nil))
+	return cmd
+}
+
+// kubeFlags are the connection settings both controllers share.
+type kubeFlags struct {
+	Kubeconfig  string // empty: in-cluster service account
+	QPS         float32
+	Burst       int
+	APITimeout  time.Duration
+	SyncTimeout time.Duration
+}
+
+func (k *kubeFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&k.Kubeconfig, "kubeconfig", "", "kubeconfig file (empty: the pod's service account, in-cluster)")
+	f.Float32Var(&k.QPS, "kube-qps", 100, "client requests per second to the API server")
+	f.IntVar(&k.Burst, "kube-burst", 200, "client request burst to the API server")
+	f.DurationVar(&k.APITimeout, "api-timeout", 10*time.Second, "deadline of each API server request")
+	f.DurationVar(&k.SyncTimeout, "sync-timeout", 2*time.Minute, "how long to wait for the first list of nodes and pods")
+}
+
+func (k kubeFlags) client() (kubernetes.Interface, error) {
+	var cfg *rest.Config
+	var err error
+	if k.Kubeconfig == "" {
+		cfg, err = rest.InClusterConfig()
+	} else {
+		cfg, err = clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	cfg.QPS, cfg.Burst, cfg.Timeout = k.QPS, k.Burst, k.APITimeout
+	return kubernetes.NewForConfig(cfg)
+}
+
+// workloadFlags name the fragment measure's typical shapes and the seed, as `schedrl sim`.
+type workloadFlags struct {
+	Pods     string
+	Coverage float64
+	Seed     uint64
+}
+
+func (w *workloadFlags) add(cmd *cobra.Command, d config.SimConfig) {
+	f := cmd.Flags()
+	f.StringVar(&w.Pods, "pods", d.Pods, "openb pod list whose typical task shapes define the fragment measure")
+	f.Float64Var(&w.Coverage, "coverage", d.Coverage, "share of tasks the typical shapes cover")
+	f.Uint64Var(&w.Seed, "seed", d.Seed, "seed of the node tie order and the policy's random draws (as schedrl sim --seed)")
+}
+
+func (w workloadFlags) model() (*sim.FragModel, error) {
+	tasks, err := sim.LoadTasks(w.Pods)
+	if err != nil {
+		return nil, err
+	}
+	m, err := sim.TypicalShapes(tasks, w.Coverage)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", w.Pods, err)
+	}
+	return m, nil
+}
+
+// serveExtenderOptions configure `schedrl serve extender`.
+type serveExtenderOptions struct {
+	kubeFlags
+	workloadFlags
+	Listen   string
+	Listener net.Listener // instead of Listen (tests)
+	Policy   string
+	Model    string // registry reference; overrides Policy
+	Config   config.Config
+	Log      *slog.Logger
+}
+
+func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runServeExtender
+	}
+	opts := &serveExtenderOptions{}
+	d := config.Default()
+	cmd := &cobra.Command{
+		Use:   "extender",
+		Short: "Serve the kube-scheduler extender protocol (filter, prioritize, bind) with a placer",
+		Long: "Keeps a model of the cluster from the API server (nodes with their GPUs, bound pods with\n" +
+			"their GPU indices), places each pod kube-scheduler asks about with --policy or a registry\n" +
+			"--model, and binds it with the GPU indices as annotation alibabacloud.com/gpu-index.\n" +
+			"Serves /filter, /prioritize, /bind, /healthz and /metrics. See docs/deploy.md.",
+		Example: "  schedrl serve extender --policy fgd --listen :8888\n" +
+			"  schedrl serve extender --model placement@champion --kubeconfig ~/.kube/config",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Config, opts.Log = cfg, slog.Default()
+			return runF(cmd.Context(), opts)
+		},
+	}
+	opts.kubeFlags.add(cmd)
+	opts.workloadFlags.add(cmd, d.Sim)
+	f := cmd.Flags()
+	f.StringVar(&opts.Listen, "listen", ":8888", "address to serve on")
+	f.StringVar(&opts.Policy, "policy", "fgd", "heuristic placer: "+fmt.Sprint(policy.Placers()))
+	f.StringVar(&opts.Model, "model", "", "registry reference of a placement checkpoint (e.g. placement@champion); pulled and verified, overrides --policy")
+	config.AddFlags(f, "")
+	return cmd
+}
+
+// runServeExtender serves until ctx ends (execute cancels it on SIGINT/SIGTERM).
+func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
+	placer, label, cleanup, err := servePlacer(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	model, err := opts.workloadFlags.model()
+	if err != nil {
+		return err
+	}
+	client, err := opts.kubeFlags.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mirror := kube.NewMirror(client, kube.MirrorOptions{Model: model, TieSeed: opts.Seed, Log: opts.Log})
+	if err := mirror.Start(ctx, opts.SyncTimeout); err != nil {
+		return err
+	}
+	srv := extender.New(extender.Options{Client: client, Mirror: mirror, Placer: placer, Seed: opts.Seed,
+		Model: label, APITimeout: opts.APITimeout, Log: opts.Log})
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.Listen); err != nil {
+			return err
+		}
+	}
+	opts.Log.Info("extender serving", "addr", ln.Addr().String(), "placer", placer.Name(), "model", label)
+	return serveHTTP(ctx, ln, srv.Handler())
+}
+
+// serveHTTP serves h on ln until ctx ends, then shuts down within 5 s.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		return err
+	}
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// servePlacer is the heuristic, or the registry model pulled (every file's sha256 verified)
+// into a temporary folder and loaded through nn; label names it for the metrics.
+func servePlacer(ctx context.Context, opts *serveExtenderOptions) (p sim.Placer, label string, cleanup func(), err error) {
+	cleanup = func() {}
+	if opts.Model == "" {
+		p, err = policy.NewPlacer(opts.Policy)
+		return p, opts.Policy, cleanup, err
+	}
+	dir, v, err := pullModel(ctx, opts.Config, opts.Model, opts.Log)
+	if err != nil {
+		return nil, "", cleanup, err
+	}
+	cleanup = func() { os.RemoveAll(filepath.Dir(dir)) }
+	dev, err := nn.Device(opts.Config.Device)
+	if err == nil {
+		var pol *nn.Policy
+		if pol, err = nn.LoadPolicy(dir, dev); err == nil {
+			return pol.NewPlacer(), v.Ref() + " " + short(v.Digest), cleanup, nil
+		}
+	}
+	cleanup()
+	return nil, "", func() {}, fmt.Errorf("model %s: %w", opts.Model, err)
+}
+
+// pullModel pulls a registry version into a new temporary folder (removed on error).
+func pullModel(ctx context.Context, cfg config.Config, ref string, log *slog.Logger) (string, registry.Version, error) {
+	reg, err := registry.Open(cfg.Registry, log)
+	if err != nil {
+		return "", registry.Version{}, fmt.Errorf("model %s: %w", ref, err)
+	}
+	tmp, err := os.MkdirTemp("", "schedrl-serve-model-")
+	if err != nil {
+		return "", registry.Version{}, err
+	}
+	dir := filepath.Join(tmp, "model")
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	v, err := reg.Pull(pctx, ref, dir, false)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return "", registry.Version{}, fmt.Errorf("model %s: pull: %w", ref, err)
+	}
+	return dir, v, nil
+}
+
+// serveDefragOptions configure `schedrl serve defrag`.
+type serveDefragOptions struct {
+	kubeFlags
+	workloadFlags
+	Method      string // heuristic planner
+	Model       string // registry reference of a defrag checkpoint; overrides Method
+	Placer      string // placement policy the plan assumes re-places evicted pods
+	Budget      int
+	Samples     int
+	Interval    time.Duration
+	Evict       bool
+	PerHour     int
+	GracePeriod int64 // < 0: each pod's own
+	Once        bool
+	Config      config.Config
+	Log         *slog.Logger
+}
+
+func newServeDefragCmd(runF func(context.Context, *serveDefragOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runServeDefrag
+	}
+	opts := &serveDefragOptions{}
+	d := config.Default()
+	cmd := &cobra.Command{
+		Use:   "defrag",
+		Short: "Defragmentation controller: plan migrations every interval, evict through the Eviction API",
+		Long: "Every --interval, snapshots the cluster from the API server, plans at most --budget migrations\n" +
+			"with --method (a heuristic) or a registry --model (the defrag agent), and, with --evict, evicts\n" +
+			"the pods to move through the Eviction API (PodDisruptionBudgets respected; their owners\n" +
+			"re-create them and the scheduler with the extender places them). Without --evict (the default)\n" +
+			"it only reports the plan, as Events on the pods and in its log. See docs/deploy.md.",
+		Example: "  schedrl serve defrag --method frag-one-pod --budget 10 --interval 10m\n" +
+			"  schedrl serve defrag --model defrag@champion --evict --max-evictions-per-hour 30",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Config, opts.Log = cfg, slog.Default()
+			return runF(cmd.Context(), opts)
+		},
+	}
+	opts.kubeFlags.add(cmd)
+	opts.workloadFlags.add(cmd, d.Sim)
+	f := cmd.Flags()
+	f.StringVar(&opts.Method, "method", "frag-one-pod", "heuristic planner: "+fmt.Sprint(defrag.Methods()))
+	f.StringVar(&opts.Model, "model", "", "registry reference of a defrag checkpoint (e.g. defrag@champion); pulled and verified, overrides --method")
+	f.StringVar(&opts.Placer, "placer", d.Defrag.Placer, "placement policy the extender runs (the plan's re-placements)")
+	f.IntVar(&opts.Budget, "budget", 10, "migrations per round at most")
+	f.IntVar(&opts.Samples, "samples", d.Defrag.Samples, "sample K plans and keep the best")
+	f.DurationVar(&opts.Interval, "interval", 10*time.Minute, "time between rounds")
+	f.BoolVar(&opts.Evict, "evict", false, "carry the plan out (default: dry-run, report only)")
+	f.IntVar(&opts.PerHour, "max-evictions-per-hour", 30, "evictions per hour at most, across rounds")
+	f.Int64Var(&opts.GracePeriod, "grace-period", -1, "grace period of the evicted pods in seconds (-1: each pod's own)")
+	f.BoolVar(&opts.Once, "once", false, "play one round and exit")
+	config.AddFlags(f, "")
+	return cmd
+}
+
+// runServeDefrag runs rounds until ctx ends (one with Once).
+func runServeDefrag(ctx context.Context, opts *serveDefragOptions) error {
+	planner, cleanup, err := defragPlanner(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	placer, err := policy.NewPlacer(opts.Placer)
+	if err != nil {
+		return err
+	}
+	model, err := opts.workloadFlags.model()
+	if err != nil {
+		return err
+	}
+	client, err := opts.kubeFlags.client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	mirror := kube.NewMirror(client, kube.MirrorOptions{Model: model, TieSeed: opts.Seed, Log: opts.Log})
+	if err := mirror.Start(ctx, opts.SyncTimeout); err != nil {
+		return err
+	}
+	dopts := defragOptions(opts.Config)
+	dopts.Budget = opts.Budget
+	var grace *int64
+	if opts.GracePeriod >= 0 {
+		grace = &opts.GracePeriod
+	}
+	c, err := descheduler.New(descheduler.Options{Client: client, Mirror: mirror, Planner: planner, Placer: placer,
+		Defrag: dopts, Samples: opts.Samples, Seed: opts.Seed, Interval: opts.Interval, Evict: opts.Evict,
+		MaxPerHour: opts.PerHour, GracePeriod: grace, APITimeout: opts.APITimeout, Log: opts.Log})
+	if err != nil {
+		return err
+	}
+	if opts.Once {
+		_, err := c.Once(ctx)
+		return err
+	}
+	return c.Run(ctx)
+}
+
+// defragPlanner is the heuristic, or the registry's defrag checkpoint loaded through nn.
+func defragPlanner(ctx context.Context, opts *serveDefragOptions) (defrag.Planner, func(), error) {
+	if opts.Model == "" {
+		p, err := defrag.NewPlanner(opts.Method)
+		return p, func() {}, err
+	}
+	dir, _, err := pullModel(ctx, opts.Config, opts.Model, opts.Log)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	cleanup := func() { os.RemoveAll(filepath.Dir(dir)) }
+	p, err := modelPlanner(opts.Config, dir)
+	if err != nil {
+		cleanup()
+		return nil, func() {}, fmt.Errorf("model %s: %w", opts.Model, err)
+	}
+	return p, cleanup, nil
+}
