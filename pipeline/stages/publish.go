@@ -148,7 +148,7 @@ func (s *publishStage) Missing(ctx context.Context, out pipeline.Output) (string
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
 	versions, err := s.reg.Versions(ctx, s.model)
-	if err != nil && !errors.Is(err, registry.ErrNotFound) {
+	if err != nil && !errors.Is(err, registry.ErrNotFound) && !errors.Is(err, registry.ErrNoStore) {
 		return "", err
 	}
 	for _, v := range versions {
