@@ -9,11 +9,12 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/digest"
 )
 
 // keyVersion changes when the way keys are computed changes, so old caches are not reused.
-const keyVersion = "schedrl-pipeline-key/1"
+const keyVersion = "schedrl-pipeline-key/2"
 
 // stageKey hashes everything a stage's output depends on. inputs must be in the stage's
 // declared order; config is encoded as JSON (struct fields in order, map keys sorted).
@@ -51,11 +52,17 @@ type FileEntry struct {
 	SHA256 string `json:"sha256"`
 }
 
-// hashTree hashes every regular file under dir (sorted by path) and returns the entries and a
-// hash over paths, sizes and contents. Symlinks and other non-regular files are refused, since
-// their meaning would not travel with the output.
+// hashTree hashes every regular file under dir (sorted by path) and returns the entries and the
+// output's content hash: a hash over each file's path and content digest
+// (checkpoint.ContentDigest), which leaves wall-clock values (a manifest's created, training
+// and eval wall times, throughputs, latencies) and the reports that print them out. So a clean
+// rerun of the same code, config and seeds gives downstream stages the same keys, however
+// long each stage took. The entries keep every file's size and sha256 for the cache check.
+// Symlinks and other non-regular files are refused, since their meaning would not travel with
+// the output.
 func hashTree(dir string) ([]FileEntry, string, error) {
 	var files []FileEntry
+	contents := map[string]string{}
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -70,11 +77,15 @@ func hashTree(dir string) ([]FileEntry, string, error) {
 		if !d.Type().IsRegular() {
 			return fmt.Errorf("%s: not a regular file (stage outputs hold only files and directories)", path)
 		}
+		rel = filepath.ToSlash(rel)
 		sum, size, err := digest.File(path)
 		if err != nil {
 			return err
 		}
-		files = append(files, FileEntry{Path: filepath.ToSlash(rel), Size: size, SHA256: sum})
+		if contents[rel], err = checkpoint.ContentDigest(path, rel); err != nil {
+			return err
+		}
+		files = append(files, FileEntry{Path: rel, Size: size, SHA256: sum})
 		return nil
 	})
 	if err != nil {
@@ -83,7 +94,9 @@ func hashTree(dir string) ([]FileEntry, string, error) {
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	h := sha256.New()
 	for _, f := range files {
-		fmt.Fprintf(h, "%s\x00%d\x00%s\n", f.Path, f.Size, f.SHA256)
+		if c := contents[f.Path]; c != "" {
+			fmt.Fprintf(h, "%s\x00%s\n", f.Path, c)
+		}
 	}
 	return files, hex.EncodeToString(h.Sum(nil)), nil
 }

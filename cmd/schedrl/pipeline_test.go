@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -283,4 +284,76 @@ func finalWeights(t *testing.T, rec *pipeline.Record) string {
 		fmt.Fprintf(h, "%s %v\n", p.Name, p.Tensor.Float64Values())
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cleanRun is what a clean rerun must reproduce: each stage's key and output content hash,
+// each model.ot's sha256 (by path under the pipeline directory) and the published digest.
+type cleanRun struct {
+	keys, hashes, weights map[string]string
+	digest                string
+	created               []byte // the pretrained checkpoint's manifest, which carries its creation time
+}
+
+// TestCleanRerunSameKeys runs the smoke pipeline, deletes its stage cache and registry, and
+// runs it again at the same paths: every stage key, output hash, checkpoint sha256 and the
+// published version's digest are the same, although wall times, throughputs and each
+// manifest's created differ between the two runs.
+func TestCleanRerunSameKeys(t *testing.T) {
+	root := t.TempDir()
+	dir, store := filepath.Join(root, "pipeline"), filepath.Join(root, "registry")
+	env := []string{"SCHEDRL_REGISTRY_STORE=file://" + store, "SCHEDRL_REGISTRY_TRACKING_URI="}
+	once := func() cleanRun {
+		t.Helper()
+		rec := runCLI(t, dir, env)
+		r := cleanRun{keys: map[string]string{}, hashes: map[string]string{}, weights: map[string]string{}}
+		for _, s := range rec.Stages {
+			if s.Status != pipeline.StatusDone || s.Output == nil {
+				t.Fatalf("stage %s: %s, want done", s.Name, s.Status)
+			}
+			r.keys[s.Name], r.hashes[s.Name] = s.Key, s.Output.Hash
+		}
+		r.digest = readPublished(t, rec).Digest
+		var err error
+		if r.created, err = os.ReadFile(filepath.Join(stageOf(t, rec, "pretrain").Output.Dir, checkpoint.ManifestFile)); err != nil {
+			t.Fatal(err)
+		}
+		err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.Name() != checkpoint.ModelFile {
+				return err
+			}
+			data, err := os.ReadFile(path)
+			sum := sha256.Sum256(data)
+			r.weights[strings.TrimPrefix(path, dir)] = hex.EncodeToString(sum[:])
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.weights) < 2 {
+			t.Fatalf("checkpoints %v: want pretrain's and finetune's model.ot at least", r.weights)
+		}
+		for _, p := range []string{dir, store} {
+			if err := os.RemoveAll(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return r
+	}
+	a := once()
+	time.Sleep(5 * time.Millisecond) // created has millisecond resolution
+	b := once()
+	for _, m := range []struct {
+		name string
+		a, b map[string]string
+	}{{"stage key", a.keys, b.keys}, {"output hash", a.hashes, b.hashes}, {"model.ot sha256", a.weights, b.weights}} {
+		if !maps.Equal(m.a, m.b) {
+			t.Errorf("%s differs between clean runs:\n%v\n%v", m.name, m.a, m.b)
+		}
+	}
+	if a.digest != b.digest {
+		t.Errorf("published digest %s, then %s", a.digest, b.digest)
+	}
+	if bytes.Equal(a.created, b.created) {
+		t.Error("the pretrained manifests are byte-identical: the runs should differ in created")
+	}
 }

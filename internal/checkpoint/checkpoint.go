@@ -61,18 +61,56 @@ type File struct {
 	Path   string `json:"path"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Content is the file's content digest (ContentDigest) where it differs from SHA256: a
+	// JSON file without its wall-clock fields, a nested checkpoint's manifest by its Digest.
+	Content string `json:"content,omitempty"`
 }
 
-// Digest identifies a checkpoint by content: the sha256 of its canonical manifest encoding.
-// Two publications of the same checkpoint have the same Digest.
+// Digest identifies a checkpoint by content: the content digest (internal/digest.JSON) of
+// its manifest with every file by its content digest, rendered reports left out. Wall-clock
+// values (created, epoch seconds, throughputs, latencies) do not enter it, so two trainings
+// of the same weights at different times, and two publications of the same checkpoint, have
+// the same Digest.
 func (m Manifest) Digest() string {
+	files := make([]File, 0, len(m.Files))
+	for _, f := range m.Files {
+		if digest.Rendered(f.Path) {
+			continue
+		}
+		sum := f.SHA256
+		if f.Content != "" {
+			sum = f.Content
+		}
+		// The size goes too: a wall time written with more digits makes a JSON file longer.
+		files = append(files, File{Path: f.Path, SHA256: sum})
+	}
+	m.Files = files
 	b, err := json.Marshal(m)
 	if err != nil {
 		// Only a NaN/Inf metric or an unencodable hyper-parameter gets here; Validate refuses both.
 		panic(fmt.Sprintf("checkpoint: encode manifest: %v", err))
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return digest.JSON(b)
+}
+
+// ContentDigest is the content digest of the file at path, rel being its slash-separated
+// path inside a checkpoint or stage output: a checkpoint manifest's Digest, else
+// digest.Content. Pipeline stage keys hash outputs with it.
+func ContentDigest(path, rel string) (string, error) {
+	if filepath.Base(rel) == ManifestFile {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		if manifestkind.Of(data) == manifestkind.Checkpoint {
+			m, err := Parse(data)
+			if err != nil {
+				return "", fmt.Errorf("%s: %w", path, err)
+			}
+			return m.Digest(), nil
+		}
+	}
+	return digest.Content(path, rel)
 }
 
 // Write hashes every file under dir (except the manifest and temporary files), fills
@@ -206,6 +244,9 @@ func (m Manifest) Validate() error {
 		if b, err := hex.DecodeString(f.SHA256); err != nil || len(b) != sha256.Size {
 			return fmt.Errorf("field files[%d].sha256: %q is not a sha256 hex digest", i, f.SHA256)
 		}
+		if b, err := hex.DecodeString(f.Content); f.Content != "" && (err != nil || len(b) != sha256.Size) {
+			return fmt.Errorf("field files[%d].content: %q is not a sha256 hex digest", i, f.Content)
+		}
 	}
 	if !hasModel {
 		return fmt.Errorf("field files: no %s", ModelFile)
@@ -261,7 +302,14 @@ func hashDir(dir string) ([]File, error) {
 		if err != nil {
 			return fmt.Errorf("checkpoint file %s: %w", p, err)
 		}
-		files = append(files, File{Path: rel, Size: size, SHA256: sum})
+		content, err := ContentDigest(p, rel)
+		if err != nil {
+			return fmt.Errorf("checkpoint file %s: %w", p, err)
+		}
+		if content == sum {
+			content = ""
+		}
+		files = append(files, File{Path: rel, Size: size, SHA256: sum, Content: content})
 		return nil
 	})
 	if err != nil {

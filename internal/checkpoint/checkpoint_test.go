@@ -133,3 +133,42 @@ func TestWriteRefusesDirWithoutModel(t *testing.T) {
 		t.Fatal("manifest written for an invalid checkpoint")
 	}
 }
+
+// A checkpoint's identity is its content: the same weights and run record written at another
+// time (another created, other epoch seconds, another wall time in its report) have the
+// same Digest; other weights or another result do not.
+func TestDigestLeavesOutWallClock(t *testing.T) {
+	save := func(weights, loss, seconds, created string) Manifest {
+		t.Helper()
+		dir := t.TempDir()
+		must(t, os.WriteFile(filepath.Join(dir, ModelFile), []byte(weights), 0o644))
+		must(t, os.WriteFile(filepath.Join(dir, "run.json"),
+			[]byte(`{"epochs":[{"epoch":1,"loss":`+loss+`,"seconds":`+seconds+`}]}`), 0o644))
+		must(t, os.MkdirAll(filepath.Join(dir, "report"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "report", "report.md"), []byte("Wall time "+seconds+" s"), 0o644))
+		at, err := time.Parse(time.RFC3339, created)
+		must(t, err)
+		m, err := Write(dir, Manifest{Model: "attention-policy", Env: "placement", Created: at})
+		must(t, err)
+		read, err := Read(dir)
+		must(t, err)
+		if read.Digest() != m.Digest() {
+			t.Fatalf("digest changed across write/read")
+		}
+		return m
+	}
+	a := save("weights", "0.5", "2.964721806", "2026-12-03T20:11:35Z")
+	b := save("weights", "0.5", "15.8", "2026-12-04T08:00:00Z")
+	if a.Digest() != b.Digest() {
+		t.Errorf("same weights and results saved at another time: digest %s vs %s", a.Digest(), b.Digest())
+	}
+	if a.Files[1].SHA256 == b.Files[1].SHA256 || a.Created == b.Created {
+		t.Fatalf("the fixture should differ in bytes: %+v vs %+v", a, b)
+	}
+	if c := save("weightz", "0.5", "2.964721806", "2026-12-03T20:11:35Z"); c.Digest() == a.Digest() {
+		t.Error("other weights, same digest")
+	}
+	if c := save("weights", "0.6", "2.964721806", "2026-12-03T20:11:35Z"); c.Digest() == a.Digest() {
+		t.Error("another loss in run.json, same digest")
+	}
+}

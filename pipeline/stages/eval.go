@@ -133,9 +133,12 @@ func readEvalOutput(dir string) (*eval.Metrics, evalPolicies, error) {
 }
 
 // lookupAlias returns the MODEL@N reference holding alias, "" when the model has no such
-// alias (or no versions yet).
+// alias (or no versions yet, or the store does not exist yet: the first publish creates it).
 func lookupAlias(reg *registry.Registry, model, alias string) (string, error) {
 	aliases, err := reg.Aliases(context.Background(), model)
+	if errors.Is(err, registry.ErrNoStore) {
+		return "", nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("registry: aliases of %s: %w", model, err)
 	}

@@ -34,6 +34,14 @@ func TestPublishGate(t *testing.T) {
 	if why, err := stage.Missing(context.Background(), pipeline.Output{Dir: out}); err != nil || !strings.Contains(why, "placement@1") {
 		t.Errorf("deleted registry: missing %q (%v), want placement@1 named", why, err)
 	}
+	// The eval stage then finds no champion instead of failing on the missing store.
+	reg, err := registry.Open(cfg.Registry, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := lookupAlias(reg, "placement", "champion"); err != nil || ref != "" {
+		t.Errorf("deleted registry: lookupAlias = %q, %v, want no champion", ref, err)
+	}
 }
 
 // TestPublishToMinIOAndMLflow is the same against a real MinIO store mirrored to a real MLflow
