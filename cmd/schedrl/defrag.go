@@ -263,5 +263,6 @@ func init() {
 	demos.Flags().StringVar(&demoOut, "out", "", "directory of the logs to write")
 
 	cmd.AddCommand(snapshot, plan, compare, demos)
+	cmd.AddCommand(newDefragOnlineCmd(runDefragOnline))
 	rootCmd.AddCommand(cmd)
 }
