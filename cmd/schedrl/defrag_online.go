@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -18,6 +21,7 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -31,9 +35,10 @@ type defragOnlineOptions struct {
 	// Duration ends the arrivals (seconds); Warmup is the unmeasured start; Cap cuts run times.
 	Duration, Warmup, Cap float64
 	Method                string // "none" or an online.Methods name
-	Model                 string // a defrag checkpoint directory instead of Method
+	Model                 string // a defrag checkpoint directory, or MODEL@ALIAS in the registry, instead of Method
 	Device                string // where the model runs
 	Placer, Queue         string
+	Registry              config.RegistryConfig // where MODEL@ALIAS resolves
 	Online                online.Config
 	Series                string // time-series CSV to write ("" none), every SeriesStep seconds
 	SeriesStep            float64
@@ -88,11 +93,21 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 			if cmd.Flags().Changed("model") && cmd.Flags().Changed("method") {
 				return fmt.Errorf("defrag online: give --method or --model, not both")
 			}
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			o.Registry = cfg.Registry
+			if store, _ := cmd.Flags().GetString("store"); store != "" {
+				o.Registry.Store = store
+			}
 			o.Out = cmd.OutOrStdout()
 			return runF(cmd.Context(), &o)
 		},
 	}
 	f := cmd.Flags()
+	config.AddFlags(f, "")
+	f.String("store", "", "registry store URL for --model MODEL@ALIAS (default: registry.store)")
 	f.StringVar(&o.Nodes, "nodes", o.Nodes, "openb node list CSV")
 	f.StringVar(&o.Pods, "pods", "", "openb pod list CSV (the tasks and their run times)")
 	f.Float64Var(&o.Load, "load", 0, "offered load (GPU-time demanded per second over GPU capacity), in (0, 10]")
@@ -101,7 +116,7 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "unmeasured start (seconds)")
 	f.Float64Var(&o.Cap, "cap", o.Cap, "run-time cap (seconds; 0 none)")
 	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", "))
-	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output) planning at each invocation instead of --method")
+	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method")
 	f.StringVar(&o.Device, "device", o.Device, "device of --model (cpu, cuda, auto)")
 	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(policy.Placers(), ", "))
 	f.StringVar(&o.Queue, "queue", o.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
@@ -137,13 +152,20 @@ func (o *defragOnlineOptions) validate() error {
 }
 
 // planner is the method, or the checkpoint's network behind the online planner interface.
-func (o *defragOnlineOptions) planner() (online.Planner, error) {
+func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, error) {
 	if o.Model != "" {
 		dev, err := nn.Device(config.DeviceConfig{Name: o.Device})
 		if err != nil {
 			return nil, err
 		}
-		p, err := nn.LoadDefragPolicy(o.Model, dev)
+		dir := o.Model
+		if _, statErr := os.Stat(dir); statErr != nil && strings.Contains(dir, "@") {
+			if dir, err = o.pull(ctx); err != nil {
+				return nil, err
+			}
+			defer os.RemoveAll(filepath.Dir(dir))
+		}
+		p, err := nn.LoadDefragPolicy(dir, dev)
 		if err != nil {
 			return nil, err
 		}
@@ -154,6 +176,26 @@ func (o *defragOnlineOptions) planner() (online.Planner, error) {
 		return nil, nil
 	}
 	return online.NewPlanner(o.Method)
+}
+
+// pull downloads the registry version o.Model names into a temporary directory.
+func (o *defragOnlineOptions) pull(ctx context.Context) (string, error) {
+	r, err := registry.Open(o.Registry, slog.Default())
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp("", "schedrl-defrag-online-")
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a checkpoint is a few MB
+	defer cancel()
+	dir := filepath.Join(tmp, "model")
+	if _, err := r.Pull(ctx, o.Model, dir, false); err != nil {
+		os.RemoveAll(tmp)
+		return "", fmt.Errorf("%s: %w", o.Model, err)
+	}
+	return dir, nil
 }
 
 // runDefragOnline builds the cluster and workload, runs them with the defragmenter and prints
@@ -171,7 +213,7 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 	if err != nil {
 		return fmt.Errorf("defrag online: queue: %w", err)
 	}
-	planner, err := o.planner()
+	planner, err := o.planner(ctx)
 	if err != nil {
 		return fmt.Errorf("defrag online: method: %w", err)
 	}
