@@ -97,6 +97,17 @@ func (r *Result) Delays() map[string]Stats {
 	return out
 }
 
+// DelayStats is the queueing-delay statistics of the measured tasks that keep says to.
+func (r *Result) DelayStats(keep func(Arrival) bool) Stats {
+	var x []float64
+	for _, i := range r.Measured() {
+		if keep(r.Arrivals[i]) {
+			x = append(x, r.QueueDelay(i))
+		}
+	}
+	return statsOf(x)
+}
+
 // WriteSeries writes the time series as CSV.
 func WriteSeries(w io.Writer, series []Point) error {
 	cw := csv.NewWriter(w)

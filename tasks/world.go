@@ -26,6 +26,9 @@ type Config struct {
 	SeriesStep float64
 	// Seed seeds the placer's random draws (placers break ties by the cluster's tie order).
 	Seed uint64
+	// Defrag, when not nil, is invoked from the first arrival on at the times it asks for
+	// and may migrate running tasks (see hook.go); nil runs without defragmentation.
+	Defrag Defragmenter
 }
 
 // Point is one sample of the time series: the cluster's state at Time.
@@ -56,6 +59,13 @@ type Result struct {
 	Utilization float64
 	Series      []Point
 	Events      int64
+	// PendingGPUHours is the GPU-time the waiting tasks asked for while waiting, over the
+	// window (GPU-hours).
+	PendingGPUHours float64
+	// Migrations counts the migrations started by the defragmenter; DowntimeS is their total
+	// downtime (seconds).
+	Migrations int
+	DowntimeS  float64
 }
 
 type world struct {
@@ -78,6 +88,10 @@ type world struct {
 	nextSample, first float64
 	winStart, winEnd  float64
 	err               error
+
+	waitMilli  int64   // GPU milli asked for by the waiting tasks
+	pendingInt float64 // over the window, milli-GPU x s
+	hook       hookState
 }
 
 // Run runs the arrivals on c (empty, with its tie order set) with placer and queue q, logging
@@ -125,6 +139,12 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 	if _, err := e.At(arrivals[0].Time, engine.Arrival, 0); err != nil {
 		return nil, err
 	}
+	if cfg.Defrag != nil {
+		w.hook.init(arrivals)
+		if _, err := e.At(arrivals[0].Time, engine.RoundBoundary, -1); err != nil {
+			return nil, err
+		}
+	}
 	if err := e.Run(math.Inf(1), w.handle); err != nil {
 		return nil, err
 	}
@@ -138,6 +158,7 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 		r.AllocGPUMeanPct = 100 * w.allocInt / (w.capGPU * span)
 		r.FragGPUMean = w.fragInt / (sim.MilliPerGPU * span)
 	}
+	r.PendingGPUHours = w.pendingInt / (sim.MilliPerGPU * 3600)
 	if r.Makespan > 0 {
 		r.Utilization = w.usedInt / (w.capGPU * r.Makespan)
 	}
@@ -152,6 +173,7 @@ func (w *world) advance(t float64) {
 	if lo, hi := max(w.last, w.winStart), min(t, w.winEnd); hi > lo {
 		w.allocInt += u * (hi - lo)
 		w.fragInt += f * (hi - lo)
+		w.pendingInt += float64(w.waitMilli) * (hi - lo)
 	}
 	if w.cfg.SeriesStep > 0 {
 		// The state since the last event holds on [last, t).
@@ -184,7 +206,16 @@ func (w *world) handle(e *engine.Engine, ev engine.Event) error {
 	case engine.Trigger:
 		w.q.Pass(w.c, w.freed, func(i int) bool { return w.start(e, i) })
 		w.freed = w.freed[:0]
-		return w.err
+		if w.err != nil {
+			return w.err
+		}
+		return w.invoke(e)
+	case engine.RoundBoundary:
+		w.hook.due = true
+		e.Trigger()
+		return nil
+	case engine.MigrationEnd:
+		return w.endMigration(e, i)
 	}
 	return fmt.Errorf("unexpected event kind %s", ev.Kind)
 }
@@ -212,6 +243,8 @@ func (w *world) arrive(e *engine.Engine, i int) error {
 		return w.log.Fail(t.Name, "fits no node even of the empty cluster")
 	}
 	w.q.Add(i, t)
+	w.waitMilli += t.TotalGPUMilli()
+	w.hook.onArrive(i)
 	e.Trigger()
 	return nil
 }
@@ -232,11 +265,14 @@ func (w *world) start(e *engine.Engine, i int) bool {
 	}
 	now := e.Now()
 	w.node[i] = ch.Node
+	w.waitMilli -= a.Task.TotalGPUMilli()
 	w.res.Start[i], w.res.Finish[i] = now, now+a.RunTime
-	if _, err := e.At(now+a.RunTime, engine.Complete, i); err != nil {
+	id, err := e.At(now+a.RunTime, engine.Complete, i)
+	if err != nil {
 		w.err = err
 		return false
 	}
+	w.hook.onStart(i, id)
 	if err := w.log.Start(a.Task.Name, w.c.Node(ch.Node).Name, ch.GPUs); err != nil {
 		w.err = err
 		return false

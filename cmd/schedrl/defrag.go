@@ -81,7 +81,7 @@ func newDefragCmd() *cobra.Command {
 		Use:   "defrag",
 		Short: "Defragmentation: fragmented starting states, migration plans, method comparison",
 	}
-	cmd.AddCommand(newDefragSnapshotCmd(nil), newDefragPlanCmd(nil), newDefragCompareCmd(nil), newDefragDemosCmd(nil))
+	cmd.AddCommand(newDefragSnapshotCmd(nil), newDefragPlanCmd(nil), newDefragCompareCmd(nil), newDefragDemosCmd(nil), newDefragOnlineCmd(runDefragOnline))
 	return cmd
 }
 

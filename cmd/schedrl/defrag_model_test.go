@@ -67,6 +67,29 @@ func TestDefragBehaviourCloningEndToEnd(t *testing.T) {
 		t.Fatalf("plan: method %s, %d samples, budget %d, %d steps", p.Method, p.Samples, p.Budget, len(p.Steps))
 	}
 
+	// The checkpoint also plans in the running cluster, at each invocation of defrag online.
+	out, err = schedrl(t, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
+		"--duration", "7200", "--warmup", "3600", "--cap", "3600", "--every", "600", "--head-wait", "60", "--budget", "4", "--model", ckpt, "--json")
+	var online defragOnlineSummary
+	if err != nil || json.Unmarshal([]byte(out), &online) != nil || online.Method != "model:"+ckpt || online.Invocations == 0 ||
+		online.Migrations > 4*online.Invocations {
+		t.Fatalf("defrag online --model: %v\n%s", err, out)
+	}
+	// And as MODEL@ALIAS, resolved through the registry.
+	store := "--store=file://" + filepath.Join(dir, "registry")
+	for _, args := range [][]string{{"registry", "publish", ckpt, "--model", "defrag", store}, {"registry", "promote", "defrag@1", "--alias", "champion", store}} {
+		if out, err := schedrl(t, args...); err != nil {
+			t.Fatalf("schedrl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	out, err = schedrl(t, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
+		"--duration", "7200", "--warmup", "3600", "--cap", "3600", "--every", "600", "--head-wait", "60", "--budget", "4",
+		"--model", "defrag@champion", store, "--json")
+	var byAlias defragOnlineSummary // the registry logs its pull (stderr) before the JSON
+	if err != nil || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &byAlias) != nil || byAlias.Method != "model:defrag@champion" || byAlias.Invocations == 0 {
+		t.Fatalf("defrag online --model defrag@champion: %v\n%s", err, out)
+	}
+
 	// The placement checkpoint of pretrain's smoke run cannot plan migrations.
 	pds, pckpt := filepath.Join(dir, "pds"), filepath.Join(dir, "pbc")
 	if out, err := schedrl(t, "sim", "--config", "configs/smoke.yaml", "--policy", "fgd", "--seeds", "42", "--log-dir", filepath.Join(dir, "plogs")); err != nil {

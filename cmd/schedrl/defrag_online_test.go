@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
+)
+
+func onlineOptions(method string) *defragOnlineOptions {
+	o := defaultDefragOnlineOptions()
+	o.Nodes, o.Pods, o.Load, o.Seed, o.Method = repotest.OpenbNodes(), repotest.OpenbPods("default"), 1.1, 3, method
+	o.Duration, o.Warmup, o.Cap, o.JSON = 3*3600, 3600, 3600, true
+	o.Online.Every, o.Online.HeadWait = 300, 60
+	return &o
+}
+
+func TestDefragOnlineJSON(t *testing.T) {
+	var out bytes.Buffer
+	o := onlineOptions("make-room")
+	o.Out = &out
+	if err := runDefragOnline(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"gpu_queue_delay_mean_s", "gpu_queue_delay_p95_s", "whole_gpu_queue_delay_mean_s",
+		"whole_gpu_queue_delay_p95_s", "alloc_gpu_mean_pct", "migrations", "downtime_s", "tasks", "wall_seconds"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("no %s in %s", k, out.String())
+		}
+	}
+	if got["migrations"].(float64) == 0 || got["tasks"].(float64) < 1000 {
+		t.Errorf("migrations %v, tasks %v", got["migrations"], got["tasks"])
+	}
+}
+
+// Out-of-range keys are refused before any work: the pod list does not exist, and the error
+// names the key, not the file.
+func TestDefragOnlineRefusesBadKeys(t *testing.T) {
+	for key, mutate := range map[string]func(*defragOnlineOptions){
+		"load":         func(o *defragOnlineOptions) { o.Load = 0 },
+		"budget":       func(o *defragOnlineOptions) { o.Online.Budget = -1 },
+		"cap_per_hour": func(o *defragOnlineOptions) { o.Online.CapPerHour = 0 },
+		"every_s":      func(o *defragOnlineOptions) { o.Online.Every = -5 },
+		"head_wait_s":  func(o *defragOnlineOptions) { o.Online.HeadWait = -1 },
+		"warmup":       func(o *defragOnlineOptions) { o.Warmup = o.Duration },
+	} {
+		o := onlineOptions("greedy")
+		o.Pods = "missing.csv"
+		o.Out = &bytes.Buffer{}
+		mutate(o)
+		if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), key+":") {
+			t.Errorf("%s: error %v", key, err)
+		}
+	}
+	o := onlineOptions("nonsense")
+	o.Out = &bytes.Buffer{}
+	if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), "make-room") {
+		t.Errorf("unknown method: %v", err)
+	}
+}
