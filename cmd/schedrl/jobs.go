@@ -30,6 +30,7 @@ type jobsOptions struct {
 	Nodes       string  // openb node list: an openb cluster instead of --cluster
 	Load        float64 // offered load for Poisson resampling of an openb pod list
 	Openb       openbJobsOptions
+	Fungible    fungibleOptions
 	Throughputs string
 	Policy      string
 	Round       float64
@@ -72,6 +73,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 			"Gavel's names are aliases) and prints JCT, makespan and utilization over the jobs of --window.\n" +
 			"--compat gavel reproduces Gavel's simulator, quirks included (fifo, max_min_fairness,\n" +
 			"max_min_fairness_perf). An openb pod CSV as --trace, or --nodes, runs the openb timed-task world.\n" +
+			"--servers-gpus N, --generate or a fungible rule (" + strings.Join(fungibleRules, ", ") + ") runs the fungible\n" +
+			"world: servers with GPUs, CPUs and memory, whole allocations checked against capacity (docs/fungible.md).\n" +
 			"See docs/jobs.md.",
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
@@ -83,19 +86,23 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Trace, "trace", "", "job trace: a Gavel .trace file, or an openb pod list CSV")
 	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
-	f.StringVar(&opts.ServersGPUs, "servers-gpus", "", "GPUs per server per type, V100:P100:K80 (default one GPU per server)")
+	f.StringVar(&opts.ServersGPUs, "servers-gpus", "", "GPUs per server per type, V100:P100:K80 (default one GPU per server); one number (8) runs the fungible world: servers of that many GPUs with 3 CPUs and 62.5 GB per GPU")
 	f.StringVar(&opts.Nodes, "nodes", "", "openb node list CSV: an openb cluster instead of --cluster")
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
-		" (default fifo); openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
+		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands);"+
+		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
+	f.StringVar(&opts.Fungible.Generate, "generate", "", "fungible world: generate Gavel's job mix instead of --trace, jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
+	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")
+	f.StringVar(&opts.Fungible.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "fungible world: Synergy's CPU and memory profiles")
+	f.StringVar(&opts.Fungible.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "fungible world: Gavel job type to Synergy model table")
 	f.Float64Var(&opts.Round, "round", 360, "round length in seconds")
 	f.StringVar(&opts.Window, "window", "", "count the jobs with index S <= i < E, as S-E (Gavel's -s/-e); default every job")
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
 	f.StringVar(&opts.Compat, "compat", "", "\"gavel\": reproduce Gavel's simulator")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	addOpenbJobsFlags(f, &opts.Openb)
-	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
@@ -103,8 +110,11 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 func runJobs(ctx context.Context, opts *jobsOptions) error {
 	w := opts.Out
 	start := time.Now()
+	if isFungible(opts) {
+		return runJobsFungible(opts, w)
+	}
 	if opts.Trace == "" {
-		return errors.New("jobs: --trace is required")
+		return errors.New("jobs: --trace is required (or --generate, in the fungible world)")
 	}
 	openb, err := isOpenbPods(opts.Trace)
 	if err != nil {
