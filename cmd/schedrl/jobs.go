@@ -93,10 +93,10 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
 		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands);"+
 		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
-	f.StringVar(&opts.Fungible.Generate, "generate", "", "fungible world: generate Gavel's job mix instead of --trace, jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
+	f.StringVar(&opts.Fungible.Generate, "generate", "", "generate Gavel's job mix instead of --trace (both worlds), jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
 	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")
-	f.StringVar(&opts.Fungible.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "fungible world: Synergy's CPU and memory profiles")
-	f.StringVar(&opts.Fungible.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "fungible world: Gavel job type to Synergy model table")
+	f.StringVar(&opts.Fungible.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "fungible world and --generate: Synergy's CPU and memory profiles")
+	f.StringVar(&opts.Fungible.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "fungible world and --generate: Gavel job type to Synergy model table (its job types are the generator's)")
 	f.Float64Var(&opts.Round, "round", 360, "round length in seconds")
 	f.StringVar(&opts.Window, "window", "", "count the jobs with index S <= i < E, as S-E (Gavel's -s/-e); default every job")
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
@@ -113,12 +113,15 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if isFungible(opts) {
 		return runJobsFungible(opts, w)
 	}
-	if opts.Trace == "" {
-		return errors.New("jobs: --trace is required (or --generate, in the fungible world)")
+	if (opts.Trace == "") == (opts.Fungible.Generate == "") {
+		return errors.New("jobs: --trace or --generate is required, one of them")
 	}
-	openb, err := isOpenbPods(opts.Trace)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
+	openb := false
+	if opts.Trace != "" {
+		var err error
+		if openb, err = isOpenbPods(opts.Trace); err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
 	}
 	if opts.Nodes != "" || openb {
 		return runJobsOpenb(ctx, opts, w)
@@ -141,7 +144,12 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	tr, err := jobs.ReadTrace(opts.Trace)
+	var tr *jobs.Trace
+	if opts.Fungible.Generate != "" {
+		tr, err = generatedTrace(opts, table)
+	} else {
+		tr, err = jobs.ReadTrace(opts.Trace)
+	}
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -153,7 +161,7 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if window == [2]int{} {
 		window = [2]int{0, len(tr.Jobs)}
 	}
-	s := jobsSummary{Trace: opts.Trace, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
+	s := jobsSummary{Trace: tr.Path, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
 		Window: window, RoundS: opts.Round, Jobs: res.Jobs, AvgJCT: res.AvgJCT, Makespan: res.Makespan, WindowS: res.WindowSpan,
 		Utilization: res.Utilization, Rounds: res.Rounds, Dropped: res.Dropped, WallSeconds: time.Since(start).Seconds(),
 		JCT: make(map[string]float64, len(res.JCT))}

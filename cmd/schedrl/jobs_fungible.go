@@ -46,11 +46,11 @@ type fungibleSummary struct {
 	JCT         []float64 `json:"jct_s"`
 }
 
-// isFungible tells whether the options ask for the fungible world: a fungible rule, a generated
-// workload, or one server size for every type (--servers-gpus 8).
+// isFungible tells whether the options ask for the fungible world: a fungible rule, or one server
+// size for every type (--servers-gpus 8).
 func isFungible(opts *jobsOptions) bool {
 	_, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-	return err == nil || opts.Fungible.Generate != "" || slices.Contains(fungibleRules, opts.Policy)
+	return err == nil || slices.Contains(fungibleRules, opts.Policy)
 }
 
 // runJobsFungible runs a Gavel trace or a generated workload on servers with GPUs, CPUs and memory,
@@ -102,27 +102,16 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	profiles, err := fungible.LoadProfiles(fo.Profiles)
+	m, err := speedModel(opts, table)
 	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
+		return err
 	}
-	sens, err := fungible.LoadSensitivity(fo.Mapping, profiles)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	m := fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}
 	var work []fungible.Job
 	workload := opts.Trace
 	if fo.Generate != "" {
-		cfg, err := parseGenerate(fo.Generate)
-		if err != nil {
-			return fmt.Errorf("jobs: --generate: %w", err)
+		if work, workload, err = generateWork(opts, m); err != nil {
+			return err
 		}
-		cfg.Seed = opts.Seed
-		if work, err = fungible.Generate(m.Tput, sens.JobTypes(), cfg); err != nil {
-			return fmt.Errorf("jobs: --generate: %w", err)
-		}
-		workload = "generate:" + fo.Generate
 	} else {
 		tr, err := jobs.ReadTrace(opts.Trace)
 		if err != nil {
@@ -147,6 +136,52 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	_, err = fmt.Fprintf(w, "%s (rule %s, order %s) on %s in %d-GPU servers (round %g s): %d jobs, avg JCT %.0f s (%.2f h), p95 JCT %.0f s, makespan %.0f s, utilization %.3f, %d rounds, %.2f s\n",
 		s.Policy, s.Rule, s.Order, s.Cluster, s.ServerGPUs, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.P95JCT, s.Makespan, s.Utilization, s.Rounds, s.WallSeconds)
 	return err
+}
+
+// speedModel is Gavel's table with the Synergy profiles of --profiles through --synergy-map.
+func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel, error) {
+	profiles, err := fungible.LoadProfiles(opts.Fungible.Profiles)
+	if err != nil {
+		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
+	}
+	sens, err := fungible.LoadSensitivity(opts.Fungible.Mapping, profiles)
+	if err != nil {
+		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
+	}
+	return fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}, nil
+}
+
+// generateWork draws --generate's workload with --seed over the mapped job types (Gavel's 26) and
+// names it.
+func generateWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
+	cfg, err := parseGenerate(opts.Fungible.Generate)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobs: --generate: %w", err)
+	}
+	cfg.Seed = opts.Seed
+	work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), cfg)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobs: --generate: %w", err)
+	}
+	return work, "generate:" + opts.Fungible.Generate, nil
+}
+
+// generatedTrace is a generated workload as the GPU-type world's trace, so its policies (Gavel's
+// LPs among them) run the same jobs.
+func generatedTrace(opts *jobsOptions, table *jobs.Throughputs) (*jobs.Trace, error) {
+	m, err := speedModel(opts, table)
+	if err != nil {
+		return nil, err
+	}
+	work, name, err := generateWork(opts, m)
+	if err != nil {
+		return nil, err
+	}
+	tr := &jobs.Trace{Path: name, Jobs: make([]jobs.Job, len(work))}
+	for i, j := range work {
+		tr.Jobs[i] = jobs.Job{Index: i, Line: i + 1, Type: jobs.JobType{Model: j.Type, Scale: j.GPUs}, Steps: j.Steps, Arrival: j.Arrival, PriorityWeight: 1}
+	}
+	return tr, nil
 }
 
 // parseGenerate reads jobs=N,lam=S[,multigpu]: N jobs of Gavel's mix, one every S seconds on

@@ -111,3 +111,21 @@ func TestRunJobsFungibleBadInput(t *testing.T) {
 		}
 	}
 }
+
+// --generate feeds the GPU-type world too: Gavel's LP runs the same generated jobs.
+func TestRunJobsGeneratedInTheGPUTypeWorld(t *testing.T) {
+	opts := fungibleJobsOptions("max_min_fairness_perf")
+	opts.ServersGPUs, opts.Cluster, opts.Fungible.Generate, opts.Seed = "", "8:8:8", "jobs=30,lam=600", 4
+	var out bytes.Buffer
+	opts.Out = &out
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var s jobsSummary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Trace != "generate:jobs=30,lam=600" || s.Jobs != 30 || len(s.JCT) != 30 || !(s.AvgJCT > 0) {
+		t.Fatalf("summary %+v", s)
+	}
+}
