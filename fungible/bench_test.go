@@ -41,3 +41,23 @@ func BenchmarkGreedy1000Jobs108GPUs(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(plan.Ledger.Jobs())), "jobs-started")
 }
+
+// BenchmarkRunTune1000Jobs108GPUs is the speed target: a whole run of 1,000 generated multi-GPU
+// jobs (one every 1,200 s, near saturation) on 36:36:36 8-GPU servers with TUNE in FIFO order,
+// over the real Gavel table and Synergy profiles.
+func BenchmarkRunTune1000Jobs108GPUs(b *testing.B) {
+	m := gavelModel(b)
+	work, err := Generate(m.Tput, m.Sens.JobTypes(), WorkloadConfig{Jobs: 1000, Interarrival: 1200, MultiGPU: true, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := mixCluster(b, "36:36:36")
+	fifo := mustPolicy(b, "fifo")
+	var res Result
+	for b.Loop() {
+		if res, err = Run(c, m, work, RunConfig{Rule: Tune, Order: fifo}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Rounds), "rounds")
+}

@@ -3,14 +3,14 @@ package fungible
 import (
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/sim"
 )
 
-// GPUTypes are the throughput classes of Gavel's table, in the order of a V:P:K cluster spec.
-var GPUTypes = []string{"v100", "p100", "k80"}
+// GPUTypes are the throughput classes of Gavel's table, in the order of a V:P:K cluster spec
+// (jobs.GPU's).
+var GPUTypes = []string{jobs.V100.String(), jobs.P100.String(), jobs.K80.String()}
 
 func isGPUType(s string) bool { return slices.Contains(GPUTypes, s) }
 
@@ -33,7 +33,8 @@ type Server struct {
 // Cluster is a list of servers; allocations name servers by their index in it.
 type Cluster []Server
 
-// NewMixCluster builds a V100:P100:K80 cluster from a "V:P:K" spec in GPUs, in servers of
+// NewMixCluster builds a V100:P100:K80 cluster from a "V:P:K" spec in GPUs (read by
+// jobs.ParseCluster, the one parser of the spec), in servers of
 // serverGPUs GPUs with Synergy's 3 CPUs and 62.5 GB per GPU. A count that is not a multiple of
 // the server size leaves one smaller server with the remainder (36 GPUs of 8-GPU servers: four of
 // 8 and one of 4).
@@ -41,25 +42,18 @@ func NewMixCluster(spec string, serverGPUs int) (Cluster, error) {
 	if serverGPUs < 1 {
 		return nil, fmt.Errorf("server size %d GPUs, want at least 1", serverGPUs)
 	}
-	fields := strings.Split(spec, ":")
-	if len(fields) != len(GPUTypes) {
-		return nil, fmt.Errorf("cluster spec %q: want V:P:K GPU counts (%s), e.g. 36:36:36", spec, strings.Join(GPUTypes, ":"))
+	counts, err := jobs.ParseCluster(spec, "")
+	if err != nil {
+		return nil, err
 	}
 	var c Cluster
-	for i, f := range fields {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 0 {
-			return nil, fmt.Errorf("cluster spec %q: %s count %q is not a whole number >= 0", spec, GPUTypes[i], f)
-		}
-		for k := 0; n > 0; k++ {
+	for i, t := range GPUTypes {
+		for k, n := 0, counts.GPUs[i]; n > 0; k++ {
 			g := min(n, serverGPUs)
-			c = append(c, Server{Name: fmt.Sprintf("%s-%02d", GPUTypes[i], k), GPUType: GPUTypes[i], GPUs: g,
+			c = append(c, Server{Name: fmt.Sprintf("%s-%02d", t, k), GPUType: t, GPUs: g,
 				CPUs: CPUsPerGPU * float64(g), MemGB: MemGBPerGPU * float64(g)})
 			n -= g
 		}
-	}
-	if len(c) == 0 {
-		return nil, fmt.Errorf("cluster spec %q has no GPUs", spec)
 	}
 	return c, nil
 }

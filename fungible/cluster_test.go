@@ -33,10 +33,10 @@ func TestMixClusterOfEightGPUServers(t *testing.T) {
 
 func TestMixClusterRejectsBadSpecs(t *testing.T) {
 	for spec, want := range map[string]string{
-		"36:36":    "want V:P:K",
-		"36:x:36":  `p100 count "x"`,
-		"36:-1:36": `p100 count "-1"`,
-		"0:0:0":    "no GPUs",
+		"36:36":    "want V100:P100:K80",
+		"36:x:36":  `field 2 (p100) is "x"`,
+		"36:-1:36": `field 2 (p100) is "-1"`,
+		"0:0:0":    "no GPU",
 	} {
 		if _, err := NewMixCluster(spec, 8); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want %q", spec, err, want)

@@ -72,7 +72,7 @@ func TestGandivaCountsTheCPUPriceOfPacking(t *testing.T) {
 
 func TestFixedTakesTheFastestTypeWithRoom(t *testing.T) {
 	tab := newTable().setAlone("v100", res50, 4, 17).setAlone("p100", res50, 4, 9).setAlone("k80", res50, 4, 3)
-	plan, err := Fixed(NewLedger(mixCluster(t, "4:4:4")), SpeedModel{Tput: tab, Sens: loadSensitivity(t)}, jobs(res50, 4, 1, 2, 3, 4))
+	plan, err := Fixed(NewLedger(mixCluster(t, "4:4:4")), SpeedModel{Tput: tab, Sens: loadSensitivity(t)}, queueOf(res50, 4, 1, 2, 3, 4))
 	if err != nil {
 		t.Fatal(err)
 	}

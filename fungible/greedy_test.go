@@ -13,7 +13,7 @@ import (
 // The third finds no CPU and waits.
 func TestGreedyTakesTheBestSpeedPerResource(t *testing.T) {
 	tab := newTable().setAlone("v100", res18, 1, 30).setAlone("v100", res18, 2, 94).setAlone("v100", res18, 4, 115).setAlone("v100", res18, 8, 340)
-	plan, err := Greedy(NewLedger(mixCluster(t, "8:0:0")), SpeedModel{Tput: tab, Sens: loadSensitivity(t)}, jobs(res18, 1, 1, 2, 3))
+	plan, err := Greedy(NewLedger(mixCluster(t, "8:0:0")), SpeedModel{Tput: tab, Sens: loadSensitivity(t)}, queueOf(res18, 1, 1, 2, 3))
 	if err != nil {
 		t.Fatal(err)
 	}

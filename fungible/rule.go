@@ -17,7 +17,7 @@ type Job struct {
 }
 
 // Change is one step of a plan: Start applies Alloc; Resize sets a held job's CPUs and memory per
-// GPU to Alloc's.
+// GPU to Alloc's; Release (a job finishing or preempted, in a run's log) frees Alloc.Job's.
 type Change struct {
 	Op    Op
 	Alloc Allocation
@@ -28,8 +28,9 @@ type Op string
 
 // The kinds of change.
 const (
-	Start  Op = "start"
-	Resize Op = "resize"
+	Start   Op = "start"
+	Resize  Op = "resize"
+	Release Op = "release"
 )
 
 // Do applies a change to a ledger.
@@ -39,6 +40,8 @@ func (l *Ledger) Do(c Change) error {
 		return l.Apply(c.Alloc)
 	case Resize:
 		return l.Resize(c.Alloc.Job, c.Alloc.CPUsPerGPU, c.Alloc.MemPerGPU)
+	case Release:
+		return l.Release(c.Alloc.Job)
 	}
 	return fmt.Errorf("unknown change %q", c.Op)
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func jobs(typ string, gpus int, ids ...int) []Job {
+func queueOf(typ string, gpus int, ids ...int) []Job {
 	out := make([]Job, len(ids))
 	for i, id := range ids {
 		out[i] = Job{ID: id, Type: typ, GPUs: gpus}
@@ -19,7 +19,7 @@ func jobs(typ string, gpus int, ids ...int) []Job {
 func TestTuneStepsBestCaseFairShareThenShrink(t *testing.T) {
 	m := SpeedModel{Tput: newTable().setAlone("v100", res18, 1, 30), Sens: loadSensitivity(t)}
 	l := NewLedger(mixCluster(t, "8:0:0"))
-	plan, err := Tune(l, m, jobs(res18, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9))
+	plan, err := Tune(l, m, queueOf(res18, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +107,10 @@ func TestRulesNameBadInput(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rule(l, m, jobs(res18, 4, 1)); err == nil || !contains(err, `job 1: no throughput for "ResNet-18 (batch size 32)" on 4 GPUs`) {
+		if _, err := rule(l, m, queueOf(res18, 4, 1)); err == nil || !contains(err, `job 1: no throughput for "ResNet-18 (batch size 32)" on 4 GPUs`) {
 			t.Errorf("%s: %v, want the missing throughput named", name, err)
 		}
-		if _, err := rule(l, m, jobs("Mystery", 1, 2)); err == nil || !contains(err, `job 2: job type "Mystery" has no Synergy mapping`) {
+		if _, err := rule(l, m, queueOf("Mystery", 1, 2)); err == nil || !contains(err, `job 2: job type "Mystery" has no Synergy mapping`) {
 			t.Errorf("%s: %v, want the unmapped job type named", name, err)
 		}
 	}

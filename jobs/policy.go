@@ -54,6 +54,16 @@ func Register(name string, newPolicy func() Policy, alias ...string) {
 	}
 }
 
+// NewPolicy is a fresh instance of the policy registered under name or alias, for a round loop
+// outside this package (the fungible world orders its queue with it).
+func NewPolicy(name string) (Policy, error) {
+	n, err := canonical(name)
+	if err != nil {
+		return nil, err
+	}
+	return registry[n].new(), nil
+}
+
 // Policies lists the registered policy names.
 func Policies() []string {
 	out := make([]string, 0, len(registry))

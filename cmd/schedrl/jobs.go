@@ -30,6 +30,7 @@ type jobsOptions struct {
 	Nodes       string  // openb node list: an openb cluster instead of --cluster
 	Load        float64 // offered load for Poisson resampling of an openb pod list
 	Openb       openbJobsOptions
+	Fungible    fungibleOptions
 	Throughputs string
 	Policy      string
 	Round       float64
@@ -72,6 +73,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 			"Gavel's names are aliases) and prints JCT, makespan and utilization over the jobs of --window.\n" +
 			"--compat gavel reproduces Gavel's simulator, quirks included (fifo, max_min_fairness,\n" +
 			"max_min_fairness_perf). An openb pod CSV as --trace, or --nodes, runs the openb timed-task world.\n" +
+			"--servers-gpus N, --generate or a fungible rule (" + strings.Join(fungibleRules, ", ") + ") runs the fungible\n" +
+			"world: servers with GPUs, CPUs and memory, whole allocations checked against capacity (docs/fungible.md).\n" +
 			"See docs/jobs.md.",
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
@@ -83,19 +86,23 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&opts.Trace, "trace", "", "job trace: a Gavel .trace file, or an openb pod list CSV")
 	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
-	f.StringVar(&opts.ServersGPUs, "servers-gpus", "", "GPUs per server per type, V100:P100:K80 (default one GPU per server)")
+	f.StringVar(&opts.ServersGPUs, "servers-gpus", "", "GPUs per server per type, V100:P100:K80 (default one GPU per server); one number (8) runs the fungible world: servers of that many GPUs with 3 CPUs and 62.5 GB per GPU")
 	f.StringVar(&opts.Nodes, "nodes", "", "openb node list CSV: an openb cluster instead of --cluster")
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
-		" (default fifo); openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
+		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands);"+
+		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
+	f.StringVar(&opts.Fungible.Generate, "generate", "", "generate Gavel's job mix instead of --trace (both worlds), jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
+	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")
+	f.StringVar(&opts.Fungible.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "fungible world and --generate: Synergy's CPU and memory profiles")
+	f.StringVar(&opts.Fungible.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "fungible world and --generate: Gavel job type to Synergy model table (its job types are the generator's)")
 	f.Float64Var(&opts.Round, "round", 360, "round length in seconds")
 	f.StringVar(&opts.Window, "window", "", "count the jobs with index S <= i < E, as S-E (Gavel's -s/-e); default every job")
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
 	f.StringVar(&opts.Compat, "compat", "", "\"gavel\": reproduce Gavel's simulator")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	addOpenbJobsFlags(f, &opts.Openb)
-	_ = cmd.MarkFlagRequired("trace")
 	return cmd
 }
 
@@ -103,12 +110,18 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 func runJobs(ctx context.Context, opts *jobsOptions) error {
 	w := opts.Out
 	start := time.Now()
-	if opts.Trace == "" {
-		return errors.New("jobs: --trace is required")
+	if isFungible(opts) {
+		return runJobsFungible(opts, w)
 	}
-	openb, err := isOpenbPods(opts.Trace)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
+	if (opts.Trace == "") == (opts.Fungible.Generate == "") {
+		return errors.New("jobs: --trace or --generate is required, one of them")
+	}
+	openb := false
+	if opts.Trace != "" {
+		var err error
+		if openb, err = isOpenbPods(opts.Trace); err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
 	}
 	if opts.Nodes != "" || openb {
 		return runJobsOpenb(ctx, opts, w)
@@ -131,7 +144,12 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	tr, err := jobs.ReadTrace(opts.Trace)
+	var tr *jobs.Trace
+	if opts.Fungible.Generate != "" {
+		tr, err = generatedTrace(opts, table)
+	} else {
+		tr, err = jobs.ReadTrace(opts.Trace)
+	}
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -143,7 +161,7 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if window == [2]int{} {
 		window = [2]int{0, len(tr.Jobs)}
 	}
-	s := jobsSummary{Trace: opts.Trace, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
+	s := jobsSummary{Trace: tr.Path, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
 		Window: window, RoundS: opts.Round, Jobs: res.Jobs, AvgJCT: res.AvgJCT, Makespan: res.Makespan, WindowS: res.WindowSpan,
 		Utilization: res.Utilization, Rounds: res.Rounds, Dropped: res.Dropped, WallSeconds: time.Since(start).Seconds(),
 		JCT: make(map[string]float64, len(res.JCT))}

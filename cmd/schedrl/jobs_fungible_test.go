@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
+)
+
+func fungibleJobsOptions(policy string) *jobsOptions {
+	return &jobsOptions{Cluster: "36:36:36", ServersGPUs: "8", Policy: policy, Round: 360, JSON: true,
+		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"),
+		Fungible: fungibleOptions{Profiles: repotest.Data("synergy", "profiles.json"),
+			Mapping: repotest.Data("fungible", "gavel_synergy_models.csv")}}
+}
+
+// Every fungible-world policy runs a generated workload; the same seed gives the same JCTs, and
+// TUNE in LAS order differs from TUNE in FIFO order.
+func TestRunJobsFungiblePolicies(t *testing.T) {
+	run := func(policy, order string, seed uint64) fungibleSummary {
+		t.Helper()
+		opts := fungibleJobsOptions(policy)
+		opts.Fungible.Generate, opts.Fungible.Order, opts.Seed = "jobs=60,lam=600,multigpu", order, seed
+		opts.Cluster = "8:8:8" // busy, so that the order matters
+		var out bytes.Buffer
+		opts.Out = &out
+		if err := runJobs(context.Background(), opts); err != nil {
+			t.Fatalf("%s: %v", policy, err)
+		}
+		var s fungibleSummary
+		if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if s.Jobs != 60 || len(s.JCT) != 60 || !(s.AvgJCT > 0) || !(s.P95JCT >= s.AvgJCT) || !(s.Utilization > 0 && s.Utilization <= 1) {
+			t.Fatalf("%s: summary %+v", policy, s)
+		}
+		return s
+	}
+	for _, p := range []string{"fifo", "sjf", "srtf", "tiresias-las", "synergy-tune", "gandiva", "integrated-greedy"} {
+		s := run(p, "", 1)
+		if want := map[bool]string{true: "fixed", false: p}[!strings.Contains("synergy-tune gandiva integrated-greedy", p)]; s.Rule != want {
+			t.Errorf("%s: rule %s, want %s", p, s.Rule, want)
+		}
+	}
+	a, b := run("synergy-tune", "", 2), run("synergy-tune", "", 2)
+	if a.AvgJCT != b.AvgJCT || a.Makespan != b.Makespan {
+		t.Errorf("same seed: %g/%g and %g/%g", a.AvgJCT, a.Makespan, b.AvgJCT, b.Makespan)
+	}
+	if las := run("synergy-tune", "tiresias-las", 2); las.Order != "tiresias-las" || las.AvgJCT == a.AvgJCT {
+		t.Errorf("TUNE in LAS order: %+v, same avg JCT %g as FIFO order", las.Order, las.AvgJCT)
+	}
+}
+
+// A Gavel trace runs in the fungible world too.
+func TestRunJobsFungibleTrace(t *testing.T) {
+	opts := fungibleJobsOptions("gandiva")
+	opts.Trace, opts.JSON = repotest.Data("gavel", "reference", "gen-8x3-lam3600-seed0.trace"), false
+	opts.Cluster = "8:8:8"
+	var out bytes.Buffer
+	opts.Out = &out
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "gandiva (rule gandiva, order fifo) on 8:8:8 in 8-GPU servers") {
+		t.Errorf("output %q", out.String())
+	}
+}
+
+func TestRunJobsFungibleBadInput(t *testing.T) {
+	dir := t.TempDir()
+	raw, err := os.ReadFile(repotest.Data("fungible", "gavel_synergy_models.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "A3C,") {
+			kept = append(kept, line)
+		}
+	}
+	noA3C := filepath.Join(dir, "no-a3c.csv")
+	if err := os.WriteFile(noA3C, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trace := repotest.Data("gavel", "reference", "gen-36x3-lam1200-seed0.trace")
+	for want, set := range map[string]func(o *jobsOptions){
+		`job type "A3C" has no Synergy mapping in ` + noA3C: func(o *jobsOptions) { o.Trace, o.Fungible.Mapping = trace, noA3C },
+		`unknown field "n"`:                   func(o *jobsOptions) { o.Fungible.Generate = "n=5,lam=60" },
+		`want jobs=N (N > 0) and lam=S`:       func(o *jobsOptions) { o.Fungible.Generate = "jobs=5" },
+		`mean interarrival -3 s`:              func(o *jobsOptions) { o.Fungible.Generate = "jobs=5,lam=-3" },
+		`max_min_fairness_perf is Gavel's LP`: func(o *jobsOptions) { o.Trace, o.Policy = trace, "max_min_fairness_perf" },
+		`one server size in GPUs`:             func(o *jobsOptions) { o.Trace, o.ServersGPUs = trace, "8:8:8" },
+		`--trace or --generate, one of them`:  func(o *jobsOptions) {},
+		`--order sets the job order of`:       func(o *jobsOptions) { o.Trace, o.Fungible.Order = trace, "srtf" },
+		`unknown policy "lifo"`:               func(o *jobsOptions) { o.Trace, o.Policy, o.Fungible.Order = trace, "gandiva", "lifo" },
+		`field 2 (p100) is "x"`:               func(o *jobsOptions) { o.Trace, o.Cluster = trace, "36:x:36" },
+	} {
+		opts := fungibleJobsOptions("synergy-tune")
+		if strings.Contains(want, "--order sets") {
+			opts.Policy = "fifo"
+		}
+		set(opts)
+		opts.Out = &bytes.Buffer{}
+		if err := runJobs(context.Background(), opts); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+}
+
+// --generate feeds the GPU-type world too: Gavel's LP runs the same generated jobs.
+func TestRunJobsGeneratedInTheGPUTypeWorld(t *testing.T) {
+	opts := fungibleJobsOptions("max_min_fairness_perf")
+	opts.ServersGPUs, opts.Cluster, opts.Fungible.Generate, opts.Seed = "", "8:8:8", "jobs=30,lam=600", 4
+	var out bytes.Buffer
+	opts.Out = &out
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var s jobsSummary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Trace != "generate:jobs=30,lam=600" || s.Jobs != 30 || len(s.JCT) != 30 || !(s.AvgJCT > 0) {
+		t.Fatalf("summary %+v", s)
+	}
+}
