@@ -16,7 +16,7 @@ func TestLoadPaperPublishedMeans(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The means the paper reports (FGD-PROTOCOL.md), seeds 42..51, GPU allocated at 130%.
+	// The means the paper reports (data/fgd-paper/README.md), seeds 42..51, GPU allocated at 130%.
 	for _, tc := range []struct {
 		trace, policy string
 		want          float64

@@ -1,5 +1,5 @@
 // Package nn holds schedrl's gotch (libtorch) networks, their checkpoints and the choice of
-// device. It is one of the few packages that link libtorch (see DESIGN.md).
+// device. It is one of the few packages that link libtorch (see docs/design.md).
 package nn
 
 import (

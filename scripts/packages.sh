@@ -5,7 +5,7 @@
 #   packages.sh nocgo   those of them that do not depend on gotch: they must build and test
 #                       with CGO_ENABLED=0
 #   packages.sh check   fails when a package outside nn, pretrain, finetune, eval and cmd
-#                       depends on gotch, directly or through another package (DESIGN.md)
+#                       depends on gotch, directly or through another package (docs/design.md)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 module="$(GOWORK=off go list -m)"
