@@ -28,7 +28,11 @@ current() {
 	[[ -x "$bin/kube-apiserver" && -x "$bin/kube-scheduler" && -x "$bin/etcd" ]] || return 1
 	[[ "$("$bin/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $kube" ]] || return 1
 	[[ "$("$bin/kube-scheduler" --version 2>/dev/null)" == "Kubernetes $kube" ]] || return 1
-	"$bin/etcd" --version 2>/dev/null | grep -qx "etcd Version: ${etcd#v}"
+	# Read the whole answer before matching: `etcd --version | grep -q` under pipefail fails
+	# whenever grep exits first and etcd dies of SIGPIPE writing its next line.
+	local answer
+	answer="$("$bin/etcd" --version 2>/dev/null)" || return 1
+	grep -qx "etcd Version: ${etcd#v}" <<<"$answer"
 }
 
 if current; then
