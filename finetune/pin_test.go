@@ -12,7 +12,7 @@ import (
 
 // A small warm run's loss terms and held-out means, pinned: a change to how the update is
 // written (restructuring, tensor lifetimes) must not change what it computes. The tolerance
-// leaves room only for float32 rounding in another CPU's libtorch kernels.
+// leaves room only for float32 rounding in libtorch's kernels.
 func TestSmallRunPinsItsNumbers(t *testing.T) {
 	cfg := smallConfig(t, pretrained(t), filepath.Join(t.TempDir(), "run"))
 	cfg.Finetune.TotalSteps = 4 * 3 * 16
@@ -51,7 +51,10 @@ func TestSmallRunPinsItsNumbers(t *testing.T) {
 	}
 	for u := range want {
 		for k, w := range want[u] {
-			if math.Abs(got[u][k]-w) > 1e-5*math.Max(1e-3, math.Abs(w)) {
+			// Relative 1e-5, and never finer than 1e-6: the policy loss is a mean of
+			// order-one summands that cancel to ~1e-4, so float32 rounding alone moves
+			// it by ~1e-7 (seen between runs on one machine under load).
+			if math.Abs(got[u][k]-w) > math.Max(1e-6, 1e-5*math.Abs(w)) {
 				t.Errorf("update %d term %d: %v, pinned %v", u+1, k, got[u][k], w)
 			}
 		}

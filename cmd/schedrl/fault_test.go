@@ -34,8 +34,27 @@ const faultSeed = 26
 
 // process is a schedrl command running as a real process in the repository root.
 type process struct {
-	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	stderr lockedBuffer
+}
+
+// lockedBuffer is stderr, which a test reads while the process still writes it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func startSchedrl(t *testing.T, env []string, args ...string) *process {
@@ -283,7 +302,12 @@ func TestInterruptedEval(t *testing.T) {
 		out := filepath.Join(dir, "eval-"+sig.String()[:3])
 		p := startSchedrl(t, nil, "eval", "--config", "configs/smoke.yaml", "--policies", "fgd", "--seeds", "49-80",
 			"--parallelism", "1", "--out", out)
-		time.Sleep(2 * time.Second)
+		// Signal once a run has finished (a line per run): earlier, a slow start under load
+		// may not have installed the handlers yet, and the default action kills it.
+		deadline := time.Now().Add(2 * time.Minute)
+		for !strings.Contains(p.stderr.String(), "run done") && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
 		p.cmd.Process.Signal(sig)
 		code := p.wait()
 		stderr := p.stderr.String()
