@@ -30,6 +30,10 @@ type timedKind interface {
 type timedWorld interface {
 	workloads() []string // output names, in cfg.Traces order
 	describe() string    // the cluster, for the report
+	// seeded tells whether the seed changes a workload's runs; one that it does not (a Gavel
+	// trace file under schedrl's rounds, which draw nothing at random) runs once, on the first
+	// seed, since copies would pose as independent samples with an interval of zero.
+	seeded(workload int) bool
 	run(policy, workload, seed int) (TimedSeedRun, error)
 }
 
@@ -82,11 +86,17 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	}
 	type job struct{ policy, workload, seed int }
 	var js []job
+	first := make([]int, len(policies)*len(names)+1) // result k's runs are js[first[k]:first[k+1]]
 	for p := range policies {
 		for w := range names {
-			for s := range seeds {
+			n := len(seeds)
+			if !world.seeded(w) {
+				n = 1
+			}
+			for s := range n {
 				js = append(js, job{p, w, s})
 			}
+			first[p*len(names)+w+1] = len(js)
 		}
 	}
 	workers := cfg.Parallelism
@@ -124,8 +134,8 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	}
 	for p := range policies {
 		for w := range names {
-			k := (p*len(names) + w) * len(seeds)
-			m.Results = append(m.Results, aggregateTimed(policies[p], names[w], runs[k:k+len(seeds)]))
+			k := p*len(names) + w
+			m.Results = append(m.Results, aggregateTimed(policies[p], names[w], runs[first[k]:first[k+1]]))
 		}
 	}
 	m.pairWithBaseline()

@@ -105,9 +105,21 @@ func writeTimedFigures(dir string, m *TimedMetrics) error {
 				return err
 			}
 		}
+		// Legends where the lines are not: the CDF's top left, allocation's bottom left (it
+		// rises at once), the queue's top right (it drains towards the end).
 		cdf.Legend.Left, cdf.Legend.Top = true, true
-		alloc.Y.Min = 0
+		alloc.Legend.Left, alloc.Legend.Top = true, false
+		queue.Legend.Left, queue.Legend.Top = false, true
+		cdf.Legend.XOffs, alloc.Legend.XOffs, queue.Legend.XOffs = vg.Points(6), vg.Points(6), -vg.Points(6)
+		alloc.Legend.YOffs = vg.Points(6)
+		alloc.Y.Min, alloc.Y.Max = 0, 105
+		alloc.Y.Tick.Marker = stepTicks{Step: 20}
 		queue.Y.Min = 0
+		for _, p := range []*plot.Plot{alloc, queue} {
+			if p.X.Max > p.X.Min {
+				p.X.Tick.Marker = stepTicks{Step: niceStep(p.X.Max - p.X.Min)}
+			}
+		}
 		for k, p := range []*plot.Plot{cdf, alloc, queue} {
 			if err := savePanels(filepath.Join(dir, names[k]), [][]*plot.Plot{{p}}, 8*vg.Inch, 4.8*vg.Inch); err != nil {
 				return err

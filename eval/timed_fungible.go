@@ -31,6 +31,7 @@ type fungibleWorld struct {
 	policies   []fungiblePolicy
 	names      []string
 	work       [][][]fungible.Job // [workload][seed], read-only
+	seeds      []bool             // [workload]: generated per seed
 }
 
 func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (timedWorld, error) {
@@ -61,11 +62,11 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (
 		}
 		w.policies = append(w.policies, fp)
 	}
-	names, traces, err := gavelWorkloads(cfg, seeds, table)
+	names, traces, seededBy, err := gavelWorkloads(cfg, seeds, table)
 	if err != nil {
 		return nil, err
 	}
-	w.names = names
+	w.names, w.seeds = names, seededBy
 	for _, perSeed := range traces {
 		work := make([][]fungible.Job, len(perSeed))
 		for s, tr := range perSeed {
@@ -100,6 +101,8 @@ func parseFungiblePolicy(s string) (fungiblePolicy, error) {
 }
 
 func (w *fungibleWorld) workloads() []string { return w.names }
+
+func (w *fungibleWorld) seeded(workload int) bool { return w.seeds[workload] }
 
 func (w *fungibleWorld) describe() string {
 	return fmt.Sprintf("%s V100:P100:K80 GPUs in %d-GPU servers, rounds of %g s", w.cfg.Cluster, w.serverGPUs, w.cfg.Round)

@@ -24,6 +24,7 @@ type jobsWorld struct {
 	policies []string
 	names    []string
 	traces   [][]*jobs.Trace // [workload][seed], read-only
+	seeds    []bool          // [workload]: generated per seed
 }
 
 func (jobsKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (timedWorld, error) {
@@ -43,13 +44,15 @@ func (jobsKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (time
 		}
 		w.policies = append(w.policies, strings.TrimSpace(p))
 	}
-	if w.names, w.traces, err = gavelWorkloads(cfg, seeds, table); err != nil {
+	if w.names, w.traces, w.seeds, err = gavelWorkloads(cfg, seeds, table); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
 func (w *jobsWorld) workloads() []string { return w.names }
+
+func (w *jobsWorld) seeded(workload int) bool { return w.seeds[workload] }
 
 func (w *jobsWorld) describe() string {
 	s := fmt.Sprintf("%d:%d:%d V100:P100:K80 GPUs", w.cluster.GPUs[jobs.V100], w.cluster.GPUs[jobs.P100], w.cluster.GPUs[jobs.K80])
@@ -104,10 +107,8 @@ func (run *TimedSeedRun) fillJCT() {
 
 // gavelWorkloads reads each of cfg.Traces as a Gavel trace file, or generates it for every seed
 // when it is a spec jobs=N,lam=S[,multigpu] (Gavel's mix over the job types of
-// timed.synergy_map). A trace file is the same workload on every seed.
-func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughputs) ([]string, [][]*jobs.Trace, error) {
-	var names []string
-	var traces [][]*jobs.Trace
+// timed.synergy_map). A trace file is the same workload on every seed: seeded is false for it.
+func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughputs) (names []string, traces [][]*jobs.Trace, seeded []bool, err error) {
 	var model *fungible.SpeedModel
 	for i, raw := range cfg.Traces {
 		raw = strings.TrimSpace(raw)
@@ -115,12 +116,12 @@ func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughpu
 		if strings.HasPrefix(raw, "jobs=") {
 			spec, err := fungible.ParseWorkloadSpec(raw)
 			if err != nil {
-				return nil, nil, fmt.Errorf("traces[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("traces[%d]: %w", i, err)
 			}
 			if model == nil {
 				m, err := speedModelOf(cfg.Timed, table)
 				if err != nil {
-					return nil, nil, err
+					return nil, nil, nil, err
 				}
 				model = &m
 			}
@@ -128,27 +129,27 @@ func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughpu
 				spec.Seed = seed
 				work, err := fungible.Generate(model.Tput, model.Sens.JobTypes(), spec)
 				if err != nil {
-					return nil, nil, fmt.Errorf("traces[%d] %q: %w", i, raw, err)
+					return nil, nil, nil, fmt.Errorf("traces[%d] %q: %w", i, raw, err)
 				}
 				perSeed[s] = fungible.AsTrace(work, "generate:"+raw)
 			}
-			names = append(names, raw)
+			names, seeded = append(names, raw), append(seeded, true)
 		} else {
 			tr, err := jobs.ReadTrace(raw)
 			if err != nil {
-				return nil, nil, fmt.Errorf("traces[%d]: %w", i, err)
+				return nil, nil, nil, fmt.Errorf("traces[%d]: %w", i, err)
 			}
 			if len(tr.Jobs) == 0 {
-				return nil, nil, fmt.Errorf("traces[%d]: %s holds no job", i, raw)
+				return nil, nil, nil, fmt.Errorf("traces[%d]: %s holds no job", i, raw)
 			}
 			for s := range seeds {
 				perSeed[s] = tr
 			}
-			names = append(names, strings.TrimSuffix(filepath.Base(raw), ".trace"))
+			names, seeded = append(names, strings.TrimSuffix(filepath.Base(raw), ".trace")), append(seeded, false)
 		}
 		traces = append(traces, perSeed)
 	}
-	return names, traces, nil
+	return names, traces, seeded, nil
 }
 
 // speedModelOf is Gavel's table with Synergy's profiles through the job-type mapping.

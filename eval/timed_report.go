@@ -19,6 +19,17 @@ func timedReportBlocks(m *TimedMetrics) []block {
 			"series.csv. Wall time %.1f s.",
 		m.Kind, m.Cluster, strings.Join(m.Policies, ", "), strings.Join(m.Workloads, ", "),
 		strings.Join(seeds, ", "), m.WallSeconds)}}
+	var once []string
+	for _, wl := range m.Workloads {
+		if r := m.Find(m.Policies[0], wl); r != nil && len(r.PerSeed) < len(m.Seeds) {
+			once = append(once, wl)
+		}
+	}
+	if len(once) > 0 {
+		bs[0].text += fmt.Sprintf(" %s ran once, on seed %d: a trace file is the same workload on every seed and "+
+			"schedrl's rounds draw nothing at random, so its rows are one run, without an interval.",
+			strings.Join(once, ", "), m.Seeds[0])
+	}
 	for _, wl := range m.Workloads {
 		bs = append(bs, block{heading: "Workload " + wl, table: timedTable(m, wl)})
 		if t := timedPairedTable(m, wl); t != nil {

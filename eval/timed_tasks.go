@@ -72,6 +72,10 @@ func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver
 			if perSeed[k], err = tasks.NewWorkload(trace, w.capMilli, wc); err != nil {
 				return nil, fmt.Errorf("traces[%d] %s seed %d: %w", i, ref.Path, seed, err)
 			}
+			if arr := perSeed[k].Arrivals; t.Warmup > 0 && t.Warmup >= arr[len(arr)-1].Time {
+				return nil, fmt.Errorf("timed.warmup: %g s is not before the last arrival (%g s) of traces[%d] seed %d: nothing would be measured",
+					t.Warmup, arr[len(arr)-1].Time, i, seed)
+			}
 		}
 		w.names, w.models, w.work = append(w.names, ref.Name), append(w.models, model), append(w.work, perSeed)
 	}
@@ -87,6 +91,9 @@ func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver
 }
 
 func (w *tasksWorld) workloads() []string { return w.names }
+
+// seeded is always true: the seed draws the Poisson arrivals and the tie order.
+func (w *tasksWorld) seeded(int) bool { return true }
 
 func (w *tasksWorld) describe() string {
 	return fmt.Sprintf("%d nodes, %d GPUs; offered load %g, run times capped at %g s, queue %s, warm-up %g s",

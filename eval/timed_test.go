@@ -62,8 +62,13 @@ func checkTimedOutputs(t *testing.T, cfg config.EvalConfig, m *TimedMetrics) {
 	}
 	jctRows, seriesRows := 1, 1
 	for _, r := range read.Results {
-		if len(r.PerSeed) != 3 || r.AvgJCT.N != 3 {
-			t.Fatalf("%s on %s: %d seeds", r.Policy, r.Workload, len(r.PerSeed))
+		// A trace file under the jobs worlds is one workload whatever the seed: it runs once.
+		want := 3
+		if r.Workload == "hand" {
+			want = 1
+		}
+		if len(r.PerSeed) != want || r.AvgJCT.N != want {
+			t.Fatalf("%s on %s: %d seeds, want %d", r.Policy, r.Workload, len(r.PerSeed), want)
 		}
 		for _, s := range r.PerSeed {
 			if s.Jobs == 0 || !(s.AvgJCT > 0) || s.P50JCT > s.P95JCT || s.P95JCT > s.P99JCT || !(s.Makespan > 0) ||
@@ -76,7 +81,7 @@ func checkTimedOutputs(t *testing.T, cfg config.EvalConfig, m *TimedMetrics) {
 		}
 		if p := r.VsBaseline["avg_jct_s"]; p != nil {
 			base := read.Find(read.Baseline, r.Workload)
-			if want := r.AvgJCT.Mean - base.AvgJCT.Mean; p.Diff.N != 3 || p.Diff.Mean-want > 1e-6 || want-p.Diff.Mean > 1e-6 {
+			if want := r.AvgJCT.Mean - base.AvgJCT.Mean; p.Diff.N != len(r.PerSeed) || p.Diff.Mean-want > 1e-6 || want-p.Diff.Mean > 1e-6 {
 				t.Errorf("%s on %s: paired avg JCT %+v, want a mean of %v", r.Policy, r.Workload, p.Diff, want)
 			}
 		}
@@ -146,11 +151,15 @@ func TestRunTimedJobsWritesEveryOutput(t *testing.T) {
 		t.Fatalf("workloads %v", m.Workloads)
 	}
 	checkTimedOutputs(t, cfg, m)
-	// A generated workload differs by seed; a trace file is the same jobs on every seed.
-	gen, file := m.Find("fifo", m.Workloads[0]), m.Find("fifo", "hand")
-	if gen.PerSeed[0].AvgJCT == gen.PerSeed[1].AvgJCT || file.PerSeed[0].AvgJCT != file.PerSeed[2].AvgJCT || file.PerSeed[0].Jobs != 8 {
-		t.Errorf("generated %v / %v, file %v / %v (%d jobs)", gen.PerSeed[0].AvgJCT, gen.PerSeed[1].AvgJCT,
-			file.PerSeed[0].AvgJCT, file.PerSeed[2].AvgJCT, file.PerSeed[0].Jobs)
+	if md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md")); !strings.Contains(string(md), "hand ran once, on seed 1") {
+		t.Errorf("report.md does not say the trace file ran once:\n%s", md)
+	}
+	// A generated workload differs by seed; a trace file runs once, on the first seed, and a
+	// paired difference on one run shows nothing.
+	gen, file := m.Find("fifo", m.Workloads[0]), m.Find("srtf", "hand")
+	if gen.PerSeed[0].AvgJCT == gen.PerSeed[1].AvgJCT || file.PerSeed[0].Seed != 1 || file.PerSeed[0].Jobs != 8 ||
+		file.VsBaseline["avg_jct_s"].Verdict() != "no difference shown" {
+		t.Errorf("generated %v / %v, file %+v", gen.PerSeed[0].AvgJCT, gen.PerSeed[1].AvgJCT, file)
 	}
 	// SRTF is known to beat FIFO on mean JCT when jobs queue; on 24 GPUs with 40 arrivals every
 	// 300 s they do.
@@ -179,7 +188,7 @@ func TestRunTimedTasksWritesEveryOutput(t *testing.T) {
 	cfg := timedConfig(t, "tasks")
 	cfg.Nodes, cfg.TracesDir, cfg.Traces = nodes, filepath.Dir(pods), []string{"small"}
 	cfg.Policies = []string{"fgd", "bestfit", "random"}
-	cfg.Timed.Load, cfg.Timed.Tasks, cfg.Timed.SeriesStep = 1.2, 400, 5
+	cfg.Timed.Load, cfg.Timed.Tasks, cfg.Timed.SeriesStep, cfg.Timed.Warmup = 1.2, 400, 5, 10
 	m, err := RunTimed(context.Background(), cfg, Options{Log: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -237,6 +246,7 @@ func TestRunTimedBadInputNamesTheKey(t *testing.T) {
 		{"LP in fungible", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"max_min_fairness"} }, "policies[0]: \"max_min_fairness\" is Gavel's LP"},
 		{"unknown order", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"gandiva/lifo"} }, `policies[0]: "gandiva/lifo": order: unknown policy "lifo"`},
 		{"unknown queue", "tasks", func(c *config.EvalConfig) { c.Timed.Queue = "lifo" }, `timed.queue: unknown queue discipline "lifo"`},
+		{"warm-up past the arrivals", "tasks", func(c *config.EvalConfig) { c.Timed.Tasks, c.Timed.Warmup = 50, 14400 }, "timed.warmup: 14400 s is not before the last arrival"},
 		{"unknown placer", "tasks", func(c *config.EvalConfig) { c.Policies = []string{"fgd", "fastest"} }, `policy "fastest"`},
 		{"zero round", "jobs", func(c *config.EvalConfig) { c.Timed.Round = 0 }, "timed.round:"},
 	} {
@@ -246,6 +256,7 @@ func TestRunTimedBadInputNamesTheKey(t *testing.T) {
 			if tc.kind == "tasks" {
 				nodes, pods := smallCluster(t)
 				cfg.Nodes, cfg.TracesDir, cfg.Traces, cfg.Policies = nodes, filepath.Dir(pods), []string{"small"}, []string{"fgd"}
+				cfg.Timed.Tasks, cfg.Timed.Warmup = 400, 0
 			}
 			tc.edit(&cfg)
 			_, err := RunTimed(context.Background(), cfg, Options{Log: quiet})

@@ -42,7 +42,8 @@ type TimedEvalConfig struct {
 	SeriesStep float64 `mapstructure:"series_step" yaml:"series_step"`
 }
 
-// SetDefaults is Gavel's 36:36:36 cluster in 360 s rounds and openb at offered load 1.0, 4 h cap.
+// SetDefaults is Gavel's 36:36:36 cluster in 360 s rounds, and openb at offered load 1.0 with
+// 150,000 tasks, a 4 h cap and a 4 h warm-up, the configuration docs/timed.md measures.
 func (c *TimedEvalConfig) SetDefaults() {
 	c.Cluster = "36:36:36"
 	c.Round = 360
@@ -50,8 +51,9 @@ func (c *TimedEvalConfig) SetDefaults() {
 	c.Profiles = "data/synergy/profiles.json"
 	c.SynergyMap = "data/fungible/gavel_synergy_models.csv"
 	c.Load = 1.0
-	c.Tasks = 20000
+	c.Tasks = 150000
 	c.Cap = 4 * 3600
+	c.Warmup = 4 * 3600
 	c.Queue = "backfill"
 	c.SeriesStep = 60
 }
