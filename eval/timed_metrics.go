@@ -95,8 +95,20 @@ var timedMeasures = []timedMeasure{
 	{"queue_length_mean", func(r TimedSeedRun) float64 { return r.QueueLenMean }, func(r *TimedResult) *Summary { return &r.QueueLenMean }},
 }
 
-// PairedMetrics are the measures each policy is paired with the baseline on, seed by seed.
+// PairedMetrics are the measures each policy is paired with the baseline on, seed by seed; the
+// tasks world adds gpuDelayKey, the mean queueing delay of GPU tasks.
 var PairedMetrics = []string{"avg_jct_s", "p99_jct_s", "makespan_s", "alloc_gpu_mean_pct"}
+
+const gpuDelayKey = "queue_delay_gpu_mean_s"
+
+// gpuDelays is the mean queueing delay of GPU tasks, seed by seed.
+func gpuDelays(r *TimedResult) []float64 {
+	xs := make([]float64, len(r.PerSeed))
+	for i, run := range r.PerSeed {
+		xs[i] = run.QueueDelay["gpu"]
+	}
+	return xs
+}
 
 func aggregateTimed(policy, workload string, runs []TimedSeedRun) TimedResult {
 	r := TimedResult{Policy: policy, Workload: workload, PerSeed: runs}
@@ -153,6 +165,9 @@ func (m *TimedMetrics) pairWithBaseline() {
 		r.VsBaseline = map[string]*Paired{}
 		for _, key := range PairedMetrics {
 			r.VsBaseline[key] = PairSeeds(m.Baseline, seedScores(r, key), seedScores(base, key))
+		}
+		if r.QueueDelay != nil && base.QueueDelay != nil {
+			r.VsBaseline[gpuDelayKey] = PairSeeds(m.Baseline, gpuDelays(r), gpuDelays(base))
 		}
 	}
 }

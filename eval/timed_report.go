@@ -76,8 +76,12 @@ func timedTable(m *TimedMetrics, wl string) [][]string {
 }
 
 func timedPairedTable(m *TimedMetrics, wl string) [][]string {
-	rows := [][]string{{"policy", "Δ avg JCT (h)", "verdict", "Δ p99 JCT (h)", "Δ makespan (h)", "verdict",
-		"Δ GPU alloc %", "seeds higher / tied / lower (avg JCT)"}}
+	head := []string{"policy", "Δ avg JCT (h)", "verdict", "Δ p99 JCT (h)", "Δ makespan (h)", "verdict",
+		"Δ GPU alloc %", "seeds higher / tied / lower (avg JCT)"}
+	if r := m.Find(m.Policies[0], wl); r != nil && r.QueueDelay != nil {
+		head = append(head, "Δ GPU queueing delay (s)", "verdict")
+	}
+	rows := [][]string{head}
 	for _, pol := range m.Policies {
 		r := m.Find(pol, wl)
 		if r == nil || r.VsBaseline == nil {
@@ -88,9 +92,13 @@ func timedPairedTable(m *TimedMetrics, wl string) [][]string {
 			return fmt.Sprintf("%+.3f ± %.3f", p.Diff.Mean/scale, p.Diff.HalfWidth/scale)
 		}
 		jct := r.VsBaseline["avg_jct_s"]
-		rows = append(rows, []string{pol, d("avg_jct_s", 3600), jct.Verdict(), d("p99_jct_s", 3600),
+		row := []string{pol, d("avg_jct_s", 3600), jct.Verdict(), d("p99_jct_s", 3600),
 			d("makespan_s", 3600), r.VsBaseline["makespan_s"].Verdict(), d("alloc_gpu_mean_pct", 1),
-			fmt.Sprintf("%d / %d / %d", jct.Wins, jct.Ties, jct.Losses)})
+			fmt.Sprintf("%d / %d / %d", jct.Wins, jct.Ties, jct.Losses)}
+		if p, ok := r.VsBaseline[gpuDelayKey]; ok && len(head) > len(row) {
+			row = append(row, d(gpuDelayKey, 1), p.Verdict())
+		}
+		rows = append(rows, row)
 	}
 	if len(rows) == 1 {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -197,6 +198,10 @@ func TestRunTimedTasksWritesEveryOutput(t *testing.T) {
 	r := m.Find("bestfit", "small")
 	if _, ok := r.QueueDelay["multi-gpu"]; !ok || r.QueueDelay["all"].N != 3 {
 		t.Errorf("queueing delay by kind %+v", r.QueueDelay)
+	}
+	base := m.Find("fgd", "small")
+	if p := r.VsBaseline[gpuDelayKey]; p == nil || p.Diff.N != 3 || math.Abs(p.Diff.Mean-(r.QueueDelay["gpu"].Mean-base.QueueDelay["gpu"].Mean)) > 1e-9 {
+		t.Errorf("paired GPU queueing delay %+v", p)
 	}
 	md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md"))
 	if !strings.Contains(string(md), "queueing delay s: all / gpu / multi-gpu") {
