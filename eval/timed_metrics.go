@@ -209,3 +209,12 @@ func timeMean(series []TimedPoint, from, to, hold float64, f func(TimedPoint) fl
 	}
 	return sum / (to - from)
 }
+
+// Runs counts the runs made: a workload the seed does not change runs once per policy.
+func (m *TimedMetrics) Runs() int {
+	n := 0
+	for _, r := range m.Results {
+		n += len(r.PerSeed)
+	}
+	return n
+}

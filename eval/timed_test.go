@@ -152,6 +152,9 @@ func TestRunTimedJobsWritesEveryOutput(t *testing.T) {
 		t.Fatalf("workloads %v", m.Workloads)
 	}
 	checkTimedOutputs(t, cfg, m)
+	if m.Runs() != 3*(3+1) {
+		t.Errorf("%d runs, want 12: the generated workload on 3 seeds, the trace file once, for 3 policies", m.Runs())
+	}
 	if md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md")); !strings.Contains(string(md), "hand ran once, on seed 1") {
 		t.Errorf("report.md does not say the trace file ran once:\n%s", md)
 	}
