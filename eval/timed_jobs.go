@@ -90,21 +90,6 @@ func (w *jobsWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
 	return run, nil
 }
 
-// fillJCT sets the JCT count, mean and percentiles (nearest rank) from run.JCT.
-func (run *TimedSeedRun) fillJCT() {
-	run.Jobs = len(run.JCT)
-	if run.Jobs == 0 {
-		return
-	}
-	sum := 0.0
-	for _, x := range run.JCT {
-		sum += x
-	}
-	run.AvgJCT = sum / float64(run.Jobs)
-	xs := append([]float64(nil), run.JCT...)
-	run.P50JCT, run.P95JCT, run.P99JCT = Percentile(xs, 50), Percentile(xs, 95), Percentile(xs, 99)
-}
-
 // gavelWorkloads reads each of cfg.Traces as a Gavel trace file, or generates it for every seed
 // when it is a spec jobs=N,lam=S[,multigpu] (Gavel's mix over the job types of
 // timed.synergy_map). A trace file is the same workload on every seed: seeded is false for it.

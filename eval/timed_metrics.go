@@ -76,6 +76,21 @@ type TimedMetrics struct {
 	Results     []TimedResult `json:"results"` // policies x workloads, policy-major
 }
 
+// fillJCT sets the JCT count, mean and percentiles (nearest rank) from run.JCT.
+func (run *TimedSeedRun) fillJCT() {
+	run.Jobs = len(run.JCT)
+	if run.Jobs == 0 {
+		return
+	}
+	sum := 0.0
+	for _, x := range run.JCT {
+		sum += x
+	}
+	run.AvgJCT = sum / float64(run.Jobs)
+	xs := append([]float64(nil), run.JCT...)
+	run.P50JCT, run.P95JCT, run.P99JCT = Percentile(xs, 50), Percentile(xs, 95), Percentile(xs, 99)
+}
+
 // timedMeasure is one per-seed number by its metrics.json key, and where its summary goes.
 type timedMeasure struct {
 	key string
