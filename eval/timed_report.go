@@ -43,8 +43,16 @@ func timedReportBlocks(m *TimedMetrics) []block {
 	return bs
 }
 
+// hours is a summary in hours; meanPM keeps its unit. One run has no interval, so none is shown.
 func hours(s Summary) string {
-	return fmt.Sprintf("%.2f ± %.2f", s.Mean/3600, s.HalfWidth/3600)
+	return meanPM(Summary{Mean: s.Mean / 3600, HalfWidth: s.HalfWidth / 3600, N: s.N}, 2)
+}
+
+func meanPM(s Summary, digits int) string {
+	if s.N <= 1 {
+		return fmt.Sprintf("%.*f", digits, s.Mean)
+	}
+	return pm(s, digits)
 }
 
 func timedTable(m *TimedMetrics, wl string) [][]string {
@@ -66,7 +74,7 @@ func timedTable(m *TimedMetrics, wl string) [][]string {
 			jobs = r.PerSeed[0].Jobs
 		}
 		row := []string{pol, fmt.Sprint(jobs), hours(r.AvgJCT), hours(r.P50JCT), hours(r.P95JCT), hours(r.P99JCT),
-			hours(r.Makespan), pm(r.Utilization, 3), pm(r.AllocGPUMeanPct, 2), pm(r.QueueLenMean, 1)}
+			hours(r.Makespan), meanPM(r.Utilization, 3), meanPM(r.AllocGPUMeanPct, 2), meanPM(r.QueueLenMean, 1)}
 		if delays {
 			row = append(row, fmt.Sprintf("%.0f / %.0f / %.0f", r.QueueDelay["all"].Mean, r.QueueDelay["gpu"].Mean, r.QueueDelay["multi-gpu"].Mean))
 		}
@@ -89,6 +97,9 @@ func timedPairedTable(m *TimedMetrics, wl string) [][]string {
 		}
 		d := func(key string, scale float64) string {
 			p := r.VsBaseline[key]
+			if p.Diff.N <= 1 {
+				return fmt.Sprintf("%+.3f", p.Diff.Mean/scale)
+			}
 			return fmt.Sprintf("%+.3f ± %.3f", p.Diff.Mean/scale, p.Diff.HalfWidth/scale)
 		}
 		jct := r.VsBaseline["avg_jct_s"]

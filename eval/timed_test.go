@@ -155,8 +155,14 @@ func TestRunTimedJobsWritesEveryOutput(t *testing.T) {
 	if m.Runs() != 3*(3+1) {
 		t.Errorf("%d runs, want 12: the generated workload on 3 seeds, the trace file once, for 3 policies", m.Runs())
 	}
-	if md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md")); !strings.Contains(string(md), "hand ran once, on seed 1") {
+	md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md"))
+	if !strings.Contains(string(md), "hand ran once, on seed 1") {
 		t.Errorf("report.md does not say the trace file ran once:\n%s", md)
+	}
+	// One run has no interval: its row shows means only.
+	hand := string(md)[strings.Index(string(md), "## Workload hand"):]
+	if row := hand[strings.Index(hand, "| srtf |"):]; strings.Contains(row[:strings.Index(row, "\n")], "±") {
+		t.Errorf("one run shown with an interval: %s", row[:strings.Index(row, "\n")])
 	}
 	// A generated workload differs by seed; a trace file runs once, on the first seed, and a
 	// paired difference on one run shows nothing.
