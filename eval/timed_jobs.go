@@ -29,9 +29,14 @@ type jobsWorld struct {
 
 func (jobsKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (timedWorld, error) {
 	t := cfg.Timed
-	c, err := jobs.ParseCluster(t.Cluster, t.ServersGPUs)
+	c, err := jobs.ParseCluster(t.Cluster, "")
 	if err != nil {
 		return nil, fmt.Errorf("timed.cluster: %w", err)
+	}
+	if t.ServersGPUs != "" {
+		if c, err = jobs.ParseCluster(t.Cluster, t.ServersGPUs); err != nil {
+			return nil, fmt.Errorf("timed.servers_gpus: %w", err)
+		}
 	}
 	table, err := jobs.LoadThroughputs(t.Throughputs)
 	if err != nil {

@@ -255,6 +255,7 @@ func TestRunTimedBadInputNamesTheKey(t *testing.T) {
 		{"missing trace", "jobs", func(c *config.EvalConfig) { c.Traces = []string{"no/such.trace"} }, "traces[0]: open no/such.trace"},
 		{"missing table", "jobs", func(c *config.EvalConfig) { c.Timed.Throughputs = "nope.json" }, "timed.throughputs:"},
 		{"unknown baseline", "jobs", func(c *config.EvalConfig) { c.Baseline = "srtf" }, `baseline: "srtf" is not one of the policies`},
+		{"server sizes", "jobs", func(c *config.EvalConfig) { c.Timed.ServersGPUs = "4:4" }, `timed.servers_gpus: servers-gpus "4:4"`},
 		{"server size", "fungible", func(c *config.EvalConfig) { c.Timed.ServersGPUs = "4:4:4" }, "timed.servers_gpus:"},
 		{"unknown rule", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"tune/srtf"} }, `policies[0]: "tune/srtf": unknown allocation rule "tune"`},
 		{"LP in fungible", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"max_min_fairness"} }, "policies[0]: \"max_min_fairness\" is Gavel's LP"},
