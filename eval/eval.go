@@ -1,5 +1,7 @@
 // Package eval runs placement policies (heuristics or checkpoints) on held-out workloads in the
-// ATC'23 arrival protocol and writes metrics.json, curves.csv, figures and a report.
+// ATC'23 arrival protocol and writes metrics.json, curves.csv, figures and a report. RunTimed
+// does the same for timed workloads (timed.go): DL jobs, the fungible world, openb timed tasks,
+// one file per kind.
 //
 // Policies are resolved through a [Resolver] that the caller provides, so this package stays
 // free of libtorch: [Heuristics] resolves package policy's names, and the command layer adds
@@ -40,6 +42,9 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 	start := time.Now()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("eval config: %w", err)
+	}
+	if cfg.Timed.Kind != "" {
+		return nil, fmt.Errorf("eval config: timed.kind is %q: timed workloads run through RunTimed", cfg.Timed.Kind)
 	}
 	log := opts.Log
 	if log == nil {

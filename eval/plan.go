@@ -3,7 +3,6 @@ package eval
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -139,8 +138,6 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 func (p *plan) runAll(ctx context.Context, log *slog.Logger, bar bool) ([]SeedRun, error) {
 	js := p.jobs()
 	runs := make([]SeedRun, len(js))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	// Networks cost far more per decision than heuristics: start them first so that the short
 	// heuristic runs fill the cores at the end (longest first keeps the makespan short).
 	order := make([]int, len(js))
@@ -150,40 +147,22 @@ func (p *plan) runAll(ctx context.Context, log *slog.Logger, bar bool) ([]SeedRu
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(p.costRank(js[a]), p.costRank(js[b]))
 	})
-	next := make(chan int)
-	go func() {
-		defer close(next)
-		for _, i := range order {
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
 	progress := newProgress(len(js), bar, log)
-	var wg sync.WaitGroup
-	for range min(p.workers, len(js)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				run, err := p.run(js[i])
-				if err != nil {
-					cancel(err)
-					return
-				}
-				runs[i] = run
-				progress.done(p.refs[js[i].policy].Raw, p.traces[js[i].trace].Name, run)
-			}
-		}()
-	}
-	wg.Wait()
+	err := runPool(ctx, order, p.workers, func(i int) error {
+		run, err := p.run(js[i])
+		if err != nil {
+			return err
+		}
+		runs[i] = run
+		progress.done(p.refs[js[i].policy].Raw, p.traces[js[i].trace].Name, run.Seed, run.WallSeconds,
+			"alloc_gpu_pct_130", fmt.Sprintf("%.2f", run.AllocGPUPct130))
+		return nil
+	})
 	progress.finish()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+	if err != nil {
 		return nil, err
 	}
-	return runs, ctx.Err()
+	return runs, nil
 }
 
 // costRank orders jobs for scheduling: networks before heuristics.
@@ -279,7 +258,7 @@ func newProgress(total int, bar bool, log *slog.Logger) *progress {
 	return p
 }
 
-func (p *progress) done(policy, trace string, run SeedRun) {
+func (p *progress) done(policy, trace string, seed uint64, seconds float64, measures ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
@@ -287,9 +266,8 @@ func (p *progress) done(policy, trace string, run SeedRun) {
 		p.bar.Add(1)
 		return
 	}
-	p.log.Info("eval: run done", "n", fmt.Sprintf("%d/%d", p.n, p.of), "policy", policy, "trace", trace,
-		"seed", run.Seed, "alloc_gpu_pct_130", fmt.Sprintf("%.2f", run.AllocGPUPct130),
-		"seconds", fmt.Sprintf("%.2f", run.WallSeconds))
+	attrs := append([]any{"n", fmt.Sprintf("%d/%d", p.n, p.of), "policy", policy, "trace", trace, "seed", seed}, measures...)
+	p.log.Info("eval: run done", append(attrs, "seconds", fmt.Sprintf("%.2f", seconds))...)
 }
 
 func (p *progress) finish() {

@@ -195,7 +195,11 @@ func renderHTML(bs []block, dir string) (string, error) {
 
 // writeReport writes report.md and report.html into dir, after the PNGs.
 func writeReport(dir string, m *Metrics, labels map[string]string) error {
-	bs := reportBlocks(m, labels)
+	return writeBlocks(dir, reportBlocks(m, labels))
+}
+
+// writeBlocks renders a report's blocks to report.md and report.html in dir.
+func writeBlocks(dir string, bs []block) error {
 	if err := atomicfile.WriteFile(filepath.Join(dir, "report.md"), []byte(renderMarkdown(bs)), 0o644); err != nil {
 		return err
 	}

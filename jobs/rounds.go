@@ -71,6 +71,7 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 			placed[p.i], gpuOf[p.i] = true, p.g
 			left[p.g] -= j.Type.Scale
 		}
+		res.sample(now, present, placed)
 		finished := false
 		for i, j := range present {
 			j.Ran = placed[i]

@@ -27,6 +27,7 @@ type Result struct {
 	JCT         map[int]float64 // job index -> JCT (s)
 	Dropped     []int           // counted jobs Gavel drops after failed rounds (compat only)
 	Rounds      int
+	series      []Sample // per round boundary (series.go)
 }
 
 // Compat modes.

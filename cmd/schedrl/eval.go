@@ -36,6 +36,8 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 		tune                    float64
 		parallelism             int
 		noPaper                 bool
+		timed                   config.TimedEvalConfig
+		generate                []string
 	)
 	cmd := &cobra.Command{
 		Use:   "eval",
@@ -44,9 +46,13 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"and writes metrics.json, curves.csv, PNG figures, report.md and report.html to --out.\n" +
 			"Policies: heuristic names (random, dotprod, clustering, packing, bestfit, fgd), ckpt:DIR,\n" +
 			"or registry references MODEL@VERSION|ALIAS. Traces: openb short names (default,\n" +
-			"gpushare40, ...) or CSV paths. Flags override the config's eval section.",
-		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval",
-		Args:    cobra.NoArgs,
+			"gpushare40, ...) or CSV paths. Flags override the config's eval section.\n" +
+			"--timed jobs|fungible|tasks evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
+			"policies are then what `schedrl jobs --policy` takes (tasks: placers), traces Gavel trace files\n" +
+			"(tasks: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
+		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
+			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
 			if err != nil {
@@ -55,21 +61,36 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			ec := &cfg.Eval
 			f := cmd.Flags()
 			set := map[string]func(){
-				"policies":    func() { ec.Policies = splitList(policies) },
-				"traces":      func() { ec.Traces = splitList(traces) },
-				"seeds":       func() { ec.Seeds = seeds },
-				"tune":        func() { ec.Tune = tune },
-				"out":         func() { ec.Out = out },
-				"nodes":       func() { ec.Nodes = nodes },
-				"traces-dir":  func() { ec.TracesDir = tdir },
-				"parallelism": func() { ec.Parallelism = parallelism },
-				"no-paper":    func() { ec.PaperOverlay = !noPaper },
-				"baseline":    func() { ec.Baseline = baseline },
+				"policies":     func() { ec.Policies = splitList(policies) },
+				"traces":       func() { ec.Traces = splitList(traces) },
+				"seeds":        func() { ec.Seeds = seeds },
+				"tune":         func() { ec.Tune = tune },
+				"out":          func() { ec.Out = out },
+				"nodes":        func() { ec.Nodes = nodes },
+				"traces-dir":   func() { ec.TracesDir = tdir },
+				"parallelism":  func() { ec.Parallelism = parallelism },
+				"no-paper":     func() { ec.PaperOverlay = !noPaper },
+				"baseline":     func() { ec.Baseline = baseline },
+				"timed":        func() { ec.Timed.Kind = timed.Kind },
+				"cluster":      func() { ec.Timed.Cluster = timed.Cluster },
+				"servers-gpus": func() { ec.Timed.ServersGPUs = timed.ServersGPUs },
+				"round":        func() { ec.Timed.Round = timed.Round },
+				"load":         func() { ec.Timed.Load = timed.Load },
+				"tasks":        func() { ec.Timed.Tasks = timed.Tasks },
+				"cap":          func() { ec.Timed.Cap = timed.Cap },
+				"warmup":       func() { ec.Timed.Warmup = timed.Warmup },
+				"queue":        func() { ec.Timed.Queue = timed.Queue },
 			}
 			for name, apply := range set {
 				if f.Changed(name) {
 					apply()
 				}
+			}
+			if f.Changed("generate") { // after --traces, or instead of the default traces
+				if !f.Changed("traces") {
+					ec.Traces = nil
+				}
+				ec.Traces = append(ec.Traces, generate...)
 			}
 			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
 			return runF(cmd.Context(), opts)
@@ -89,6 +110,16 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	markOutput(f, "out", "dir")
 	f.BoolVar(&noPaper, "no-paper", false, "do not overlay the paper's published curves")
 	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
+	f.StringVar(&timed.Kind, "timed", "", "evaluate on timed workloads of this world: "+strings.Join(config.TimedKinds, ", "))
+	f.StringVar(&timed.Cluster, "cluster", "", "timed jobs, fungible: GPUs per type, V100:P100:K80 (default 36:36:36)")
+	f.StringVar(&timed.ServersGPUs, "servers-gpus", "", "timed jobs: GPUs per server per type (V100:P100:K80); fungible: the server size in GPUs (default 8)")
+	f.Float64Var(&timed.Round, "round", 0, "timed jobs, fungible: round length in seconds (default 360)")
+	f.Float64Var(&timed.Load, "load", 0, "timed tasks: offered load of the Poisson resampling (default 1.0; 0: the trace's timestamps)")
+	f.IntVar(&timed.Tasks, "tasks", 0, "timed tasks: number of arrivals (default 150000)")
+	f.Float64Var(&timed.Cap, "cap", 0, "timed tasks: cut run times to this many seconds (default 14400; 0: none)")
+	f.Float64Var(&timed.Warmup, "warmup", 0, "timed tasks: seconds from the start left out of the measures (default 14400)")
+	f.StringVar(&timed.Queue, "queue", "", "timed tasks: queue discipline (default backfill)")
+	f.StringArrayVar(&generate, "generate", nil, "timed jobs, fungible: a generated workload jobs=N,lam=S[,multigpu] (Gavel's mix, drawn per seed), added to --traces; repeatable")
 	return cmd
 }
 
@@ -100,8 +131,16 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	}
 	resolve, cleanup := policyResolver(cfg, slog.Default())
 	defer cleanup()
-	m, err := eval.Run(ctx, ec, eval.Options{Resolve: resolve, Force: opts.Force,
-		Log: slog.Default(), Progress: isTerminal(os.Stderr)})
+	evalOpts := eval.Options{Resolve: resolve, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+	if ec.Timed.Kind != "" {
+		m, err := eval.RunTimed(ctx, ec, evalOpts)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(opts.Out, "report: %s/report.html (%d runs in %.1f s)\n", ec.Out, m.Runs(), m.WallSeconds)
+		return nil
+	}
+	m, err := eval.Run(ctx, ec, evalOpts)
 	if err != nil {
 		return err
 	}

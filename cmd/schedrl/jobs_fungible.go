@@ -117,9 +117,7 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("jobs: %w", err)
 		}
-		for _, j := range tr.Jobs {
-			work = append(work, fungible.Job{ID: j.Index, Type: j.Type.Model, GPUs: j.Type.Scale, Steps: j.Steps, Arrival: j.Arrival})
-		}
+		work = fungible.FromTrace(tr)
 	}
 	res, err := fungible.Run(cluster, m, work, fungible.RunConfig{Rule: rule, Order: order, Round: opts.Round})
 	if err != nil {
@@ -154,7 +152,7 @@ func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel
 // generateWork draws --generate's workload with --seed over the mapped job types (Gavel's 26) and
 // names it.
 func generateWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
-	cfg, err := parseGenerate(opts.Fungible.Generate)
+	cfg, err := fungible.ParseWorkloadSpec(opts.Fungible.Generate)
 	if err != nil {
 		return nil, "", fmt.Errorf("jobs: --generate: %w", err)
 	}
@@ -166,8 +164,7 @@ func generateWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, str
 	return work, "generate:" + opts.Fungible.Generate, nil
 }
 
-// generatedTrace is a generated workload as the GPU-type world's trace, so its policies (Gavel's
-// LPs among them) run the same jobs.
+// generatedTrace is a generated workload as the GPU-type world's trace.
 func generatedTrace(opts *jobsOptions, table *jobs.Throughputs) (*jobs.Trace, error) {
 	m, err := speedModel(opts, table)
 	if err != nil {
@@ -177,42 +174,5 @@ func generatedTrace(opts *jobsOptions, table *jobs.Throughputs) (*jobs.Trace, er
 	if err != nil {
 		return nil, err
 	}
-	tr := &jobs.Trace{Path: name, Jobs: make([]jobs.Job, len(work))}
-	for i, j := range work {
-		tr.Jobs[i] = jobs.Job{Index: i, Line: i + 1, Type: jobs.JobType{Model: j.Type, Scale: j.GPUs}, Steps: j.Steps, Arrival: j.Arrival, PriorityWeight: 1}
-	}
-	return tr, nil
-}
-
-// parseGenerate reads jobs=N,lam=S[,multigpu]: N jobs of Gavel's mix, one every S seconds on
-// average (Gavel's lam), multi-GPU counts when multigpu is named.
-func parseGenerate(spec string) (fungible.WorkloadConfig, error) {
-	var cfg fungible.WorkloadConfig
-	var haveJobs, haveLam bool
-	for _, f := range strings.Split(spec, ",") {
-		k, v, _ := strings.Cut(strings.TrimSpace(f), "=")
-		var err error
-		switch k {
-		case "jobs":
-			cfg.Jobs, err = strconv.Atoi(v)
-			haveJobs = err == nil && cfg.Jobs > 0
-		case "lam":
-			cfg.Interarrival, err = strconv.ParseFloat(v, 64)
-			haveLam = err == nil
-		case "multigpu":
-			cfg.MultiGPU = v == ""
-			if v != "" {
-				err = fmt.Errorf("takes no value")
-			}
-		default:
-			return cfg, fmt.Errorf("%q: unknown field %q (want jobs=N,lam=S[,multigpu])", spec, k)
-		}
-		if err != nil {
-			return cfg, fmt.Errorf("%q: field %s: %v", spec, k, err)
-		}
-	}
-	if !haveJobs || !haveLam {
-		return cfg, fmt.Errorf("%q: want jobs=N (N > 0) and lam=S, e.g. jobs=1000,lam=1800,multigpu", spec)
-	}
-	return cfg, nil
+	return fungible.AsTrace(work, name), nil
 }

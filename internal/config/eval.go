@@ -32,6 +32,8 @@ type EvalConfig struct {
 	// Baseline is the policy every other one is compared with seed by seed, as listed in
 	// Policies; empty means the first policy.
 	Baseline string `mapstructure:"baseline" yaml:"baseline"`
+	// Timed, when its kind is set, evaluates on timed workloads instead (eval_timed.go).
+	Timed TimedEvalConfig `mapstructure:"timed" yaml:"timed"`
 }
 
 // SetDefaults evaluates the six heuristics on four openb traces over held-out seeds 49..53
@@ -46,6 +48,7 @@ func (c *EvalConfig) SetDefaults() {
 	c.Out = "runs/eval"
 	c.PaperOverlay = true
 	c.Paper = "data/fgd-paper/analysis_allo_discrete.csv"
+	c.Timed.SetDefaults()
 }
 
 // Validate checks the shape of every field; whether references resolve is checked by eval
@@ -64,8 +67,11 @@ func (c EvalConfig) Validate() error {
 		return fmt.Errorf("out: must name a directory")
 	case c.Parallelism < 0:
 		return fmt.Errorf("parallelism: must be >= 0, got %d", c.Parallelism)
-	case c.PaperOverlay && c.Paper == "":
+	case c.PaperOverlay && c.Paper == "" && c.Timed.Kind == "":
 		return fmt.Errorf("paper: must name the published table when paper_overlay is on")
+	}
+	if err := c.Timed.Validate(); err != nil {
+		return err
 	}
 	for i, p := range c.Policies {
 		if strings.TrimSpace(p) == "" {

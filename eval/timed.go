@@ -1,0 +1,217 @@
+package eval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
+)
+
+// A timedKind is one timed world eval can run (eval.timed.kind); each kind's file registers
+// itself. prepare checks the kind's keys, loads what every run shares (cluster, tables, the
+// workloads of cfg.Traces for every seed) and checks or resolves cfg.Policies, so a bad input
+// fails before any run; errors name the key or the reference.
+type timedKind interface {
+	prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver) (timedWorld, error)
+}
+
+// A timedWorld runs one policy (an index into cfg.Policies) on one workload (an index into
+// cfg.Traces) and seed (an index into the seeds); runs share nothing mutable.
+type timedWorld interface {
+	workloads() []string // output names, in cfg.Traces order
+	describe() string    // the cluster, for the report
+	// seeded tells whether the seed changes a workload's runs; one that it does not (a Gavel
+	// trace file under schedrl's rounds, which draw nothing at random) runs once, on the first
+	// seed, since copies would pose as independent samples with an interval of zero.
+	seeded(workload int) bool
+	run(policy, workload, seed int) (TimedSeedRun, error)
+}
+
+var timedKinds = map[string]timedKind{}
+
+func registerTimedKind(name string, k timedKind) { timedKinds[name] = k }
+
+// RunTimed evaluates cfg.Policies on the timed workloads cfg.Traces x cfg.Seeds of the world
+// cfg.Timed.Kind and writes metrics.json, jct.csv, series.csv, the figures and the report to
+// cfg.Out, all or nothing.
+func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedMetrics, error) {
+	start := time.Now()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("eval config: %w", err)
+	}
+	kind, ok := timedKinds[cfg.Timed.Kind]
+	if !ok {
+		return nil, fmt.Errorf("eval config: timed.kind: %q, want one of %s", cfg.Timed.Kind, strings.Join(config.TimedKinds, ", "))
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	seeds, err := config.ParseSeeds(cfg.Seeds)
+	if err != nil {
+		return nil, fmt.Errorf("seeds: %w", err)
+	}
+	policies, err := timedPolicies(cfg.Policies)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Resolve == nil {
+		opts.Resolve = Heuristics
+	}
+	world, err := kind.prepare(cfg, seeds, opts.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	names := world.workloads()
+	if err := distinctFileNames(names); err != nil {
+		return nil, err
+	}
+	out, err := atomicfile.CreateDir(cfg.Out, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	if err := os.Chmod(out.Tmp, 0o755); err != nil { // a report is for everyone to read
+		return nil, err
+	}
+	type job struct{ policy, workload, seed int }
+	var js []job
+	first := make([]int, len(policies)*len(names)+1) // result k's runs are js[first[k]:first[k+1]]
+	for p := range policies {
+		for w := range names {
+			n := len(seeds)
+			if !world.seeded(w) {
+				n = 1
+			}
+			for s := range n {
+				js = append(js, job{p, w, s})
+			}
+			first[p*len(names)+w+1] = len(js)
+		}
+	}
+	workers := cfg.Parallelism
+	if workers == 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	log.Info("eval: starting timed", "kind", cfg.Timed.Kind, "policies", len(policies), "workloads", len(names),
+		"seeds", len(seeds), "runs", len(js), "parallelism", workers)
+	runs := make([]TimedSeedRun, len(js))
+	order := make([]int, len(js))
+	for i := range order {
+		order[i] = i
+	}
+	progress := newProgress(len(js), opts.Progress, log)
+	err = runPool(ctx, order, workers, func(i int) error {
+		j := js[i]
+		began := time.Now()
+		run, err := world.run(j.policy, j.workload, j.seed)
+		if err != nil {
+			return fmt.Errorf("policy %q on workload %q seed %d: %w", policies[j.policy], names[j.workload], seeds[j.seed], err)
+		}
+		run.Seed, run.WallSeconds = seeds[j.seed], time.Since(began).Seconds()
+		runs[i] = run
+		progress.done(policies[j.policy], names[j.workload], run.Seed, run.WallSeconds, "avg_jct_s", fmt.Sprintf("%.0f", run.AvgJCT))
+		return nil
+	})
+	progress.finish()
+	if err != nil {
+		return nil, err
+	}
+	m := &TimedMetrics{Schema: TimedSchemaVersion, Kind: cfg.Timed.Kind, Cluster: world.describe(),
+		Policies: policies, Workloads: names, Seeds: seeds, Baseline: policies[0]}
+	if b := strings.TrimSpace(cfg.Baseline); b != "" {
+		m.Baseline = b
+	}
+	for p := range policies {
+		for w := range names {
+			k := p*len(names) + w
+			m.Results = append(m.Results, aggregateTimed(policies[p], names[w], runs[first[k]:first[k+1]]))
+		}
+	}
+	m.pairWithBaseline()
+	m.WallSeconds = time.Since(start).Seconds()
+	if err := writeTimedOutputs(out.Tmp, m); err != nil {
+		return nil, err
+	}
+	if err := out.Commit(); err != nil {
+		return nil, err
+	}
+	log.Info("eval: done", "out", cfg.Out, "wall_seconds", fmt.Sprintf("%.1f", m.WallSeconds))
+	return m, nil
+}
+
+// timedPolicies are cfg.Policies trimmed, each once.
+func timedPolicies(list []string) ([]string, error) {
+	var out []string
+	for i, p := range list {
+		p = strings.TrimSpace(p)
+		if slices.Contains(out, p) {
+			return nil, fmt.Errorf("policies[%d]: %q is listed twice", i, p)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// fileName is a workload name made safe for a file name ("jobs=300,lam=1200" ->
+// "jobs-300_lam-1200").
+func fileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		case r == '=':
+			return '-'
+		}
+		return '_'
+	}, name)
+}
+
+// distinctFileNames refuses two workloads whose figures would share a file.
+func distinctFileNames(names []string) error {
+	seen := map[string]string{}
+	for _, n := range names {
+		if other, ok := seen[fileName(n)]; ok {
+			return fmt.Errorf("traces: %q and %q would write the same figures (%s): rename one", other, n, fileName(n))
+		}
+		seen[fileName(n)] = n
+	}
+	return nil
+}
+
+func writeTimedOutputs(dir string, m *TimedMetrics) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("metrics.json: %w", err)
+	}
+	if err := atomicfile.WriteFile(filepath.Join(dir, "metrics.json"), append(data, '\n'), 0o644); err != nil {
+		return err
+	}
+	if err := writeTimedCSVs(dir, m); err != nil {
+		return err
+	}
+	if err := writeTimedFigures(dir, m); err != nil {
+		return err
+	}
+	return writeBlocks(dir, timedReportBlocks(m))
+}
+
+// sortedKeys is a map's keys in order, so outputs do not depend on map iteration.
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
