@@ -62,7 +62,7 @@ type gavelSim struct {
 	lastReset  float64
 	needUpdate bool
 	stamp      int
-	entries    []*gavelJob
+	entries    []gavelEntry
 	picks      []gavelPick
 }
 
@@ -193,6 +193,13 @@ func (s *gavelSim) remove(j *gavelJob) {
 	s.needUpdate = true
 }
 
+// gavelEntry is a job on one type's priority list, with its sort keys.
+type gavelEntry struct {
+	prio, deficit, alloc float64
+	pos                  int
+	job                  *gavelJob
+}
+
 type gavelPick struct {
 	job *gavelJob
 	gpu GPU
@@ -210,23 +217,29 @@ func (s *gavelSim) schedule() []gavelPick {
 	s.stamp++
 	picks := s.picks[:0]
 	for _, g := range order {
+		// Sorted on copied keys, the position in the active list breaking ties: the order of
+		// Gavel's stable sort, without its cost.
 		s.entries = s.entries[:0]
-		for _, j := range s.active {
+		for pos, j := range s.active {
 			// FIFO never takes a zero-priority job, so those need no sorting.
 			if s.policy != "fifo" || j.prio[g] > 0 {
-				s.entries = append(s.entries, j)
+				s.entries = append(s.entries, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
 			}
 		}
-		slices.SortStableFunc(s.entries, func(x, y *gavelJob) int {
-			if c := cmp.Compare(y.prio[g], x.prio[g]); c != 0 {
+		slices.SortFunc(s.entries, func(x, y gavelEntry) int {
+			if c := cmp.Compare(y.prio, x.prio); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(y.deficit[g], x.deficit[g]); c != 0 {
+			if c := cmp.Compare(y.deficit, x.deficit); c != 0 {
 				return c
 			}
-			return cmp.Compare(y.allocOn(g), x.allocOn(g))
+			if c := cmp.Compare(y.alloc, x.alloc); c != 0 {
+				return c
+			}
+			return cmp.Compare(x.pos, y.pos)
 		})
-		for _, j := range s.entries {
+		for _, e := range s.entries {
+			j := e.job
 			if left[g] == 0 {
 				break
 			}

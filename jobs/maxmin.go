@@ -30,6 +30,10 @@ type maxMinLP struct {
 	kinv          [][NumGPUs + 2][NumGPUs + 2]float64 // per class: its block's inverse
 	base          [][NumGPUs + 2]float64              // per class: its block's base solution
 	schur         [NumGPUs + 1][NumGPUs + 2]float64
+	rr, rf        []float64          // per class: time and fairness row residuals
+	rd            [][NumGPUs]float64 // per class: the dual rows of x
+	rq            [NumGPUs]float64   // capacity residuals
+	rt            float64            // the dual row of t
 }
 
 // Identical jobs (same row and scale) form one class with a multiplicity: on the central path
@@ -105,9 +109,9 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	}
 	centring := 0
 	for iter := 0; iter < 200; iter++ {
-		gap := s.gap()
+		gap := s.gapAfter(&s.step, 0, 0)
 		nu := gap / barriers
-		converged := gap <= 1e-9*math.Max(1, math.Abs(s.pt.t)) && s.residual() <= 1e-9
+		converged := s.residuals() <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
 		if converged {
 			if s.centrality(nu) <= 1e-3 || centring == 8 {
 				break
@@ -172,6 +176,7 @@ func (s *maxMinLP) alloc(m int) {
 	s.step.alloc(m)
 	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
 	s.base = slices.Grow(s.base[:0], m)[:m]
+	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
 }
 
 // start is a primal-feasible point: every job gets the same share of each type, in proportion
@@ -224,10 +229,6 @@ func (s *maxMinLP) start() {
 	}
 }
 
-func (s *maxMinLP) gap() float64 {
-	return s.gapAfter(&s.step, 0, 0)
-}
-
 // gapAfter is the duality gap (sum of every slack times its dual) after primal step ap and
 // dual step ad along d.
 func (s *maxMinLP) gapAfter(d *pdPoint, ap, ad float64) float64 {
@@ -265,49 +266,33 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	return worst
 }
 
-// residuals of the equalities at the current point: time rows, fairness rows, capacities,
-// the dual rows of x, and the dual row of t.
-func (s *maxMinLP) residuals(i int) (rr, rf float64, rd [NumGPUs]float64) {
+// residuals computes the equality residuals at the current point (time rows, fairness rows,
+// the dual rows of x, capacities, the dual row of t) and returns the largest, capacities
+// relative to their size.
+func (s *maxMinLP) residuals() float64 {
 	p, n := &s.pt, s.n
-	rr, rf = 1-p.r[i], -p.f[i]-p.t
-	for g := range n {
-		rr -= p.x[i][g]
-		rf += s.a[i][g] * p.x[i][g]
-		rd[g] = p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - s.mult[i]*s.scale[i]*p.u[g]
-	}
-	return rr, rf, rd
-}
-
-func (s *maxMinLP) capResiduals() (rq [NumGPUs]float64, rt float64) {
-	p, n := &s.pt, s.n
-	rq, rt = s.cap, 1
-	for i := range p.x {
-		rt -= p.v[i]
-		for g := range n {
-			rq[g] -= s.mult[i] * s.scale[i] * p.x[i][g]
-		}
-	}
-	for g := range n {
-		rq[g] -= p.q[g]
-	}
-	return rq, rt
-}
-
-// residual is the largest equality residual, relative to its row's scale.
-func (s *maxMinLP) residual() float64 {
 	worst := 0.0
-	for i := range s.a {
-		rr, rf, rd := s.residuals(i)
-		worst = math.Max(worst, math.Max(math.Abs(rr), math.Abs(rf)))
-		for g := range s.n {
-			worst = math.Max(worst, math.Abs(rd[g]))
+	s.rq, s.rt = s.cap, 1
+	for i := range p.x {
+		ms := s.mult[i] * s.scale[i]
+		rr, rf := 1-p.r[i], -p.f[i]-p.t
+		for g := range n {
+			rr -= p.x[i][g]
+			rf += s.a[i][g] * p.x[i][g]
+			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
+			s.rd[i][g] = rd
+			worst = math.Max(worst, math.Abs(rd))
+			s.rq[g] -= ms * p.x[i][g]
 		}
+		s.rr[i], s.rf[i] = rr, rf
+		worst = math.Max(worst, math.Max(math.Abs(rr), math.Abs(rf)))
+		s.rt -= p.v[i]
 	}
-	rq, rt := s.capResiduals()
-	for g := range s.n {
-		worst = math.Max(worst, math.Abs(rq[g])/math.Max(1, s.cap[g]))
+	for g := range n {
+		s.rq[g] -= p.q[g]
+		worst = math.Max(worst, math.Abs(s.rq[g])/math.Max(1, s.cap[g]))
 	}
-	return math.Max(worst, math.Abs(rt))
+	return math.Max(worst, math.Abs(s.rt))
 }
 
 // factor computes, for the current point, each class's block inverse and the Schur system
@@ -354,7 +339,7 @@ func (s *maxMinLP) factor() {
 func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	p, n := &s.pt, s.n
 	sys := s.schur
-	rq, rt := s.capResiduals()
+	rq := s.rq
 	for g := range n {
 		k := nu - p.q[g]*p.u[g]
 		if aff != nil {
@@ -363,11 +348,11 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 		d.u[g] = k // the complementarity target, kept until the back-substitution
 		sys[g][n+1] = k/p.u[g] - rq[g]
 	}
-	sys[n][n+1] = rt
+	sys[n][n+1] = s.rt
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
 	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, n+1].
 	for i := range p.x {
-		rr, rf, rd := s.residuals(i)
+		rr, rf, rd := s.rr[i], s.rf[i], &s.rd[i]
 		mu := s.mult[i] * nu
 		kr, kf := mu-p.r[i]*p.y[i], mu-p.f[i]*p.v[i]
 		if aff != nil {
@@ -403,7 +388,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	d.t = dt
 	var used [NumGPUs]float64
 	for i := range p.x {
-		rr, rf, _ := s.residuals(i)
+		rr, rf := s.rr[i], s.rf[i]
 		ms := s.mult[i] * s.scale[i]
 		inv := &s.kinv[i]
 		var v [NumGPUs + 2]float64
