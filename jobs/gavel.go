@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -200,6 +199,57 @@ type gavelEntry struct {
 	job                  *gavelJob
 }
 
+// before is the order of a type's list: priority, deficit, allocation (descending), then
+// position in the active list.
+func (x gavelEntry) before(y gavelEntry) bool {
+	if x.prio != y.prio {
+		return x.prio > y.prio
+	}
+	if x.deficit != y.deficit {
+		return x.deficit > y.deficit
+	}
+	if x.alloc != y.alloc {
+		return x.alloc > y.alloc
+	}
+	return x.pos < y.pos
+}
+
+// entryHeap is a binary min-heap of entries under before.
+type entryHeap []gavelEntry
+
+func (h entryHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *entryHeap) pop() gavelEntry {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	h.down(0)
+	return top
+}
+
+func (h entryHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1].before(h[c]) {
+			c++
+		}
+		if !h[c].before(h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
 type gavelPick struct {
 	job *gavelJob
 	gpu GPU
@@ -217,29 +267,20 @@ func (s *gavelSim) schedule() []gavelPick {
 	s.stamp++
 	picks := s.picks[:0]
 	for _, g := range order {
-		// Sorted on copied keys, the position in the active list breaking ties: the order of
-		// Gavel's stable sort, without its cost.
+		// Gavel sorts each type's list (a stable sort); the pass only walks its head until the
+		// type is full, so the list is a heap on copied keys, the position in the active list
+		// breaking ties (the stable order), popped in that order.
 		s.entries = s.entries[:0]
 		for pos, j := range s.active {
-			// FIFO never takes a zero-priority job, so those need no sorting.
+			// FIFO never takes a zero-priority job, so those need no ordering.
 			if s.policy != "fifo" || j.prio[g] > 0 {
 				s.entries = append(s.entries, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
 			}
 		}
-		slices.SortFunc(s.entries, func(x, y gavelEntry) int {
-			if c := cmp.Compare(y.prio, x.prio); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(y.deficit, x.deficit); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(y.alloc, x.alloc); c != 0 {
-				return c
-			}
-			return cmp.Compare(x.pos, y.pos)
-		})
-		for _, e := range s.entries {
-			j := e.job
+		h := entryHeap(s.entries)
+		h.init()
+		for len(h) > 0 {
+			j := h.pop().job
 			if left[g] == 0 {
 				break
 			}

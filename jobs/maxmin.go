@@ -26,10 +26,10 @@ type maxMinLP struct {
 	out   [][NumGPUs]float64
 	rows  map[[NumGPUs + 1]float64]int
 
-	pt, aff, step pdPoint                             // the iterate, the predictor and the step
-	kinv          [][NumGPUs + 2][NumGPUs + 2]float64 // per class: its block's inverse
-	base          [][NumGPUs + 2]float64              // per class: its block's base solution
-	schur         [NumGPUs + 1][NumGPUs + 2]float64
+	pt, aff, step pdPoint                         // the iterate, the predictor and the step
+	kinv          [][blockSize][blockSize]float64 // per class: its block's inverse
+	base          [][blockSize]float64            // per class: its block's base solution
+	schur         [NumGPUs + 1][blockSize]float64
 	rr, rf        []float64          // per class: time and fairness row residuals
 	rd            [][NumGPUs]float64 // per class: the dual rows of x
 	rq            [NumGPUs]float64   // capacity residuals
@@ -306,28 +306,39 @@ func (s *maxMinLP) residuals() float64 {
 // not its normal form Z/X + (y/r) 11' + (v/f) aa': near the optimum y/r and v/f grow without
 // bound while Z/X of the allocations the optimum leaves free vanishes, and the normal form
 // would lose those (the directions that centre the allocation on the optimal face) to rounding.
+// A class's block: its allocation on each type (padded to NumGPUs), then its time row (tr)
+// and its fairness row (fr).
+const (
+	tr        = NumGPUs
+	fr        = NumGPUs + 1
+	blockSize = NumGPUs + 2
+)
+
 func (s *maxMinLP) factor() {
 	p, n := &s.pt, s.n
-	s.schur = [NumGPUs + 1][NumGPUs + 2]float64{}
+	s.schur = [NumGPUs + 1][blockSize]float64{}
 	for i := range p.x {
-		var k [NumGPUs + 2][NumGPUs + 2]float64
+		var k [blockSize][blockSize]float64
 		for g := range n {
 			k[g][g] = p.z[i][g] / p.x[i][g]
-			k[g][n], k[n][g] = 1, 1
-			k[g][n+1], k[n+1][g] = s.a[i][g], s.a[i][g]
+			k[g][tr], k[tr][g] = 1, 1
+			k[g][fr], k[fr][g] = s.a[i][g], s.a[i][g]
 		}
-		k[n][n], k[n+1][n+1] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
-		inv := invertLU(k, n+2)
+		for g := n; g < NumGPUs; g++ {
+			k[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
+		}
+		k[tr][tr], k[fr][fr] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
+		inv := invertLU(k)
 		s.kinv[i] = inv
 		ms := s.mult[i] * s.scale[i]
 		for g := range n {
 			for h := range n {
 				s.schur[g][h] += ms * ms * inv[g][h]
 			}
-			s.schur[g][n] -= ms * inv[g][n+1]
-			s.schur[n][g] += ms * inv[n+1][g]
+			s.schur[g][n] -= ms * inv[g][fr]
+			s.schur[n][g] += ms * inv[fr][g]
 		}
-		s.schur[n][n] -= inv[n+1][n+1]
+		s.schur[n][n] -= inv[fr][fr]
 	}
 	for g := range n {
 		s.schur[g][g] += p.q[g] / p.u[g]
@@ -350,7 +361,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	}
 	sys[n][n+1] = s.rt
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
-	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, n+1].
+	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
 	for i := range p.x {
 		rr, rf, rd := s.rr[i], s.rf[i], &s.rd[i]
 		mu := s.mult[i] * nu
@@ -359,7 +370,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			kr -= aff.r[i] * aff.y[i]
 			kf -= aff.f[i] * aff.v[i]
 		}
-		var rhs [NumGPUs + 2]float64
+		var rhs [blockSize]float64
 		for g := range n {
 			kx := mu - p.x[i][g]*p.z[i][g]
 			if aff != nil {
@@ -368,11 +379,11 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			d.z[i][g] = kx
 			rhs[g] = kx/p.x[i][g] + rd[g]
 		}
-		rhs[n], rhs[n+1] = rr-kr/p.y[i], kf/p.v[i]-rf
+		rhs[tr], rhs[fr] = rr-kr/p.y[i], kf/p.v[i]-rf
 		inv := &s.kinv[i]
-		var base [NumGPUs + 2]float64
-		for r := range n + 2 {
-			for c := range n + 2 {
+		var base [blockSize]float64
+		for r := range blockSize {
+			for c := range blockSize {
 				base[r] += inv[r][c] * rhs[c]
 			}
 		}
@@ -381,7 +392,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 		for g := range n {
 			sys[g][n+1] += ms * base[g]
 		}
-		sys[n][n+1] += base[n+1]
+		sys[n][n+1] += base[fr]
 	}
 	sol := solveAug(sys, n+1, n+1)
 	dt := sol[n]
@@ -391,9 +402,9 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 		rr, rf := s.rr[i], s.rf[i]
 		ms := s.mult[i] * s.scale[i]
 		inv := &s.kinv[i]
-		var v [NumGPUs + 2]float64
-		for r := range n + 2 {
-			v[r] = s.base[i][r] + dt*inv[r][n+1]
+		var v [blockSize]float64
+		for r := range blockSize {
+			v[r] = s.base[i][r] + dt*inv[r][fr]
 			for h := range n {
 				v[r] -= ms * sol[h] * inv[r][h]
 			}
@@ -407,7 +418,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) / p.x[i][g]
 		}
 		d.r[i], d.f[i] = rr-sx, rf+ax-dt
-		d.y[i], d.v[i] = v[n], -v[n+1]
+		d.y[i], d.v[i] = v[tr], -v[fr]
 	}
 	for g := range n {
 		d.q[g] = rq[g] - used[g]
@@ -415,38 +426,40 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	}
 }
 
-// invertLU inverts the leading k x k block of a by Gaussian elimination with partial
-// pivoting (the blocks are symmetric but indefinite).
-func invertLU(a [NumGPUs + 2][NumGPUs + 2]float64, k int) [NumGPUs + 2][NumGPUs + 2]float64 {
-	var inv [NumGPUs + 2][NumGPUs + 2]float64
-	for i := range k {
+// invertLU inverts a class's block by Gauss-Jordan elimination with partial pivoting (the
+// block is symmetric but indefinite).
+func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
+	var inv [blockSize][blockSize]float64
+	for i := range blockSize {
 		inv[i][i] = 1
 	}
-	for c := range k {
+	for c := range blockSize {
 		piv := c
-		for r := c + 1; r < k; r++ {
+		for r := c + 1; r < blockSize; r++ {
 			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
 				piv = r
 			}
 		}
 		a[c], a[piv] = a[piv], a[c]
 		inv[c], inv[piv] = inv[piv], inv[c]
-		for r := range k {
+		d := 1 / a[c][c]
+		for r := range blockSize {
 			if r == c || a[r][c] == 0 {
 				continue
 			}
-			f := a[r][c] / a[c][c]
-			for cc := c; cc < k; cc++ {
+			f := a[r][c] * d
+			for cc := c; cc < blockSize; cc++ {
 				a[r][cc] -= f * a[c][cc]
 			}
-			for cc := range k {
+			for cc := range blockSize {
 				inv[r][cc] -= f * inv[c][cc]
 			}
 		}
 	}
-	for r := range k {
-		for cc := range k {
-			inv[r][cc] /= a[r][r]
+	for r := range blockSize {
+		d := 1 / a[r][r]
+		for cc := range blockSize {
+			inv[r][cc] *= d
 		}
 	}
 	return inv
@@ -500,7 +513,7 @@ func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
 // Gaussian elimination with partial pivoting.
-func solveAug(aug [NumGPUs + 1][NumGPUs + 2]float64, k, rhs int) [NumGPUs + 1]float64 {
+func solveAug(aug [NumGPUs + 1][blockSize]float64, k, rhs int) [NumGPUs + 1]float64 {
 	for c := range k {
 		piv := c
 		for r := c + 1; r < k; r++ {
