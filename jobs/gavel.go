@@ -267,24 +267,25 @@ func (s *gavelSim) schedule() []gavelPick {
 	s.stamp++
 	picks := s.picks[:0]
 	for _, g := range order {
-		// Gavel sorts each type's list (a stable sort); the pass only walks its head until the
-		// type is full, so the list is a heap on copied keys, the position in the active list
-		// breaking ties (the stable order), popped in that order.
+		// Gavel sorts each type's list (a stable sort) and walks it until the type is full.
+		// Here the list is a heap on copied keys, popped in that order (the position in the
+		// active list breaks ties: the stable order), and jobs the walk would skip whatever
+		// their rank (taken on an earlier type, no throughput here, more GPUs than the type
+		// has left, FIFO's zero priorities) stay out of it.
 		s.entries = s.entries[:0]
+		minScale := math.MaxInt
 		for pos, j := range s.active {
-			// FIFO never takes a zero-priority job, so those need no ordering.
-			if s.policy != "fifo" || j.prio[g] > 0 {
-				s.entries = append(s.entries, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
+			if j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] || (s.policy == "fifo" && j.prio[g] <= 0) {
+				continue
 			}
+			s.entries = append(s.entries, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
+			minScale = min(minScale, j.scale)
 		}
 		h := entryHeap(s.entries)
 		h.init()
-		for len(h) > 0 {
+		for len(h) > 0 && left[g] >= minScale {
 			j := h.pop().job
-			if left[g] == 0 {
-				break
-			}
-			if j.scheduled == s.stamp || j.tput[g] <= 0 || (s.policy == "fifo" && j.prio[g] <= 0) || j.scale > left[g] {
+			if j.scale > left[g] {
 				continue
 			}
 			left[g] -= j.scale

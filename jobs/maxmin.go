@@ -470,26 +470,27 @@ func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
 func (s *maxMinLP) maxSteps(d *pdPoint) (ap, ad float64) {
 	p, n := &s.pt, s.n
 	ap, ad = math.Inf(1), math.Inf(1)
-	ratio := func(limit *float64, v, dv float64) {
-		if dv < 0 {
-			*limit = math.Min(*limit, -v/dv)
-		}
-	}
 	for i := range p.x {
 		for g := range n {
-			ratio(&ap, p.x[i][g], d.x[i][g])
-			ratio(&ad, p.z[i][g], d.z[i][g])
+			ap = ratio(ap, p.x[i][g], d.x[i][g])
+			ad = ratio(ad, p.z[i][g], d.z[i][g])
 		}
-		ratio(&ap, p.r[i], d.r[i])
-		ratio(&ap, p.f[i], d.f[i])
-		ratio(&ad, p.y[i], d.y[i])
-		ratio(&ad, p.v[i], d.v[i])
+		ap = ratio(ratio(ap, p.r[i], d.r[i]), p.f[i], d.f[i])
+		ad = ratio(ratio(ad, p.y[i], d.y[i]), p.v[i], d.v[i])
 	}
 	for g := range n {
-		ratio(&ap, p.q[g], d.q[g])
-		ratio(&ad, p.u[g], d.u[g])
+		ap = ratio(ap, p.q[g], d.q[g])
+		ad = ratio(ad, p.u[g], d.u[g])
 	}
 	return ap, ad
+}
+
+// ratio is the step limit after v + step dv >= 0.
+func ratio(limit, v, dv float64) float64 {
+	if dv < 0 && -v > limit*dv {
+		return -v / dv
+	}
+	return limit
 }
 
 func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
