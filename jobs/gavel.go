@@ -44,6 +44,7 @@ type gavelRun struct {
 	gpu    GPU
 	steps  int64
 	finish float64
+	jobs   int // jobs in the system when the round was scheduled (finish-time fairness's N)
 }
 
 type gavelSim struct {
@@ -83,6 +84,9 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	res := Result{JCT: map[int]float64{}}
 	w := cfg.Window
 	remaining := w[1] - w[0]
+	fair := newFairShare(cfg.Cluster)
+	log := newJobLog(cfg.Log)
+	run := map[int]GPU{}
 	var running []gavelRun
 	next := 0
 	s.now = tr.Jobs[0].Arrival
@@ -126,6 +130,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 				j.failures++
 				s.needUpdate = true
 				if j.failures >= gavelMaxFailures {
+					log.fail(j.idx, s.now, fmt.Sprintf("%d failed rounds in a row", gavelMaxFailures))
 					s.remove(j)
 					if j.idx >= w[0] && j.idx < w[1] {
 						res.Dropped = append(res.Dropped, j.idx)
@@ -136,10 +141,12 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 			}
 			j.failures = 0
 			j.done += r.steps
+			fair.ran(j.idx, j.tput, j.scale, float64(r.steps), r.jobs)
 			j.timeSoFar[r.gpu] += exec
 			s.workTime[r.gpu] += exec
 			s.busy += exec * float64(j.scale)
 			if j.done >= j.steps {
+				log.complete(j.idx, r.finish)
 				s.remove(j)
 				if j.idx >= w[0] && j.idx < w[1] {
 					res.JCT[j.idx] = r.finish - j.arrival
@@ -158,6 +165,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 				j.timeSoFar[g] = s.round / 2
 			}
 			s.active = append(s.active, j)
+			log.arrive(tj, tputs[next], cfg.Cluster)
 			s.needUpdate = true
 			if tj.Index == w[0] {
 				windowStart = s.now
@@ -167,7 +175,14 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		for _, sch := range s.schedule() {
 			j := sch.job
 			steps := min(int64(j.tput[sch.gpu]*s.round), j.steps-j.done)
-			running = append(running, gavelRun{job: j, gpu: sch.gpu, steps: steps, finish: s.now + float64(steps)/j.tput[sch.gpu]})
+			running = append(running, gavelRun{job: j, gpu: sch.gpu, steps: steps, finish: s.now + float64(steps)/j.tput[sch.gpu], jobs: len(s.active)})
+		}
+		if log != nil {
+			clear(run)
+			for _, r := range running {
+				run[r.job.idx] = r.gpu
+			}
+			log.boundary(s.now, run)
 		}
 		res.Rounds++
 		// With nothing to run and nothing left to arrive, one forced reset must get work going;
@@ -184,7 +199,8 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		res.Utilization = s.busy / float64(cfg.Cluster.Total()) / s.now
 	}
 	res.summarise(w)
-	return res, nil
+	fair.rho(&res, w)
+	return res, log.close()
 }
 
 func (s *gavelSim) remove(j *gavelJob) {

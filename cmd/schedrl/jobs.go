@@ -55,6 +55,9 @@ type jobsSummary struct {
 	WindowS     float64            `json:"window_s"`
 	Utilization float64            `json:"utilization"`
 	Rounds      int                `json:"rounds"`
+	RhoMean     float64            `json:"ftf_rho_mean"` // finish-time fairness: JCT / JCT alone on a 1/N share
+	RhoMax      float64            `json:"ftf_rho_max"`
+	RhoAboveOne float64            `json:"ftf_rho_above_one"` // share of the jobs with rho > 1
 	Dropped     []int              `json:"dropped,omitempty"`
 	WallSeconds float64            `json:"wall_seconds"`
 	JCT         map[string]float64 `json:"jct_s"`
@@ -163,7 +166,8 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	}
 	s := jobsSummary{Trace: tr.Path, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
 		Window: window, RoundS: opts.Round, Jobs: res.Jobs, AvgJCT: res.AvgJCT, Makespan: res.Makespan, WindowS: res.WindowSpan,
-		Utilization: res.Utilization, Rounds: res.Rounds, Dropped: res.Dropped, WallSeconds: time.Since(start).Seconds(),
+		Utilization: res.Utilization, Rounds: res.Rounds, RhoMean: res.RhoMean, RhoMax: res.RhoMax, RhoAboveOne: res.RhoAboveOne,
+		Dropped: res.Dropped, WallSeconds: time.Since(start).Seconds(),
 		JCT: make(map[string]float64, len(res.JCT))}
 	for i, v := range res.JCT {
 		s.JCT[strconv.Itoa(i)] = v
@@ -177,8 +181,8 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if opts.Compat != "" {
 		mode = "compat " + opts.Compat
 	}
-	fmt.Fprintf(w, "%s on %s (%s, round %g s): %d jobs, avg JCT %.0f s (%.2f h), makespan %.0f s, utilization %.3f, %d rounds, %.2f s\n",
-		s.Policy, s.Cluster, mode, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.Makespan, s.Utilization, s.Rounds, s.WallSeconds)
+	fmt.Fprintf(w, "%s on %s (%s, round %g s): %d jobs, avg JCT %.0f s (%.2f h), makespan %.0f s, utilization %.3f, finish-time fairness rho mean %.2f max %.2f (%.0f%% above 1), %d rounds, %.2f s\n",
+		s.Policy, s.Cluster, mode, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.Makespan, s.Utilization, s.RhoMean, s.RhoMax, 100*s.RhoAboveOne, s.Rounds, s.WallSeconds)
 	if len(s.Dropped) > 0 {
 		sort.Ints(s.Dropped)
 		fmt.Fprintf(w, "dropped after %d failed rounds (no JCT, as in Gavel): %v\n", 5, s.Dropped)
