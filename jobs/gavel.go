@@ -62,7 +62,7 @@ type gavelSim struct {
 	lastReset  float64
 	needUpdate bool
 	stamp      int
-	entries    []gavelEntry
+	bySize     []sizeHeap // one type's list, by job size
 	picks      []gavelPick
 }
 
@@ -230,6 +230,21 @@ func (x gavelEntry) before(y gavelEntry) bool {
 	return x.pos < y.pos
 }
 
+// sizeHeap is a type's list of jobs of one size.
+type sizeHeap struct {
+	scale int
+	heap  entryHeap
+}
+
+// bucket is the heap of jobs of a size (sizes kept in ascending order).
+func (s *gavelSim) bucket(scale int) *sizeHeap {
+	i, found := slices.BinarySearchFunc(s.bySize, scale, func(b sizeHeap, v int) int { return b.scale - v })
+	if !found {
+		s.bySize = slices.Insert(s.bySize, i, sizeHeap{scale: scale})
+	}
+	return &s.bySize[i]
+}
+
 // entryHeap is a binary min-heap of entries under before.
 type entryHeap []gavelEntry
 
@@ -283,27 +298,37 @@ func (s *gavelSim) schedule() []gavelPick {
 	s.stamp++
 	picks := s.picks[:0]
 	for _, g := range order {
-		// Gavel sorts each type's list (a stable sort) and walks it until the type is full.
-		// Here the list is a heap on copied keys, popped in that order (the position in the
-		// active list breaks ties: the stable order), and jobs the walk would skip whatever
-		// their rank (taken on an earlier type, no throughput here, more GPUs than the type
-		// has left, FIFO's zero priorities) stay out of it.
-		s.entries = s.entries[:0]
-		minScale := math.MaxInt
+		// Gavel sorts each type's list (a stable sort) and walks it, taking each job that
+		// fits, until the type is full. A job skipped for its size never fits later (free GPUs
+		// only shrink), so the walk takes, each time, the best job among those of a size that
+		// still fits: here one heap per size on copied keys (the position in the active list
+		// breaks ties: the stable order), without jobs the walk would skip whatever their rank
+		// (taken on an earlier type, no throughput here, FIFO's zero priorities).
+		for k := range s.bySize {
+			s.bySize[k].heap = s.bySize[k].heap[:0]
+		}
 		for pos, j := range s.active {
 			if j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] || (s.policy == "fifo" && j.prio[g] <= 0) {
 				continue
 			}
-			s.entries = append(s.entries, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
-			minScale = min(minScale, j.scale)
+			b := s.bucket(j.scale)
+			b.heap = append(b.heap, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
 		}
-		h := entryHeap(s.entries)
-		h.init()
-		for len(h) > 0 && left[g] >= minScale {
-			j := h.pop().job
-			if j.scale > left[g] {
-				continue
+		for k := range s.bySize {
+			s.bySize[k].heap.init()
+		}
+		for {
+			best := -1
+			for k := range s.bySize {
+				b := &s.bySize[k]
+				if len(b.heap) > 0 && b.scale <= left[g] && (best < 0 || b.heap[0].before(s.bySize[best].heap[0])) {
+					best = k
+				}
 			}
+			if best < 0 {
+				break
+			}
+			j := s.bySize[best].heap.pop().job
 			left[g] -= j.scale
 			j.scheduled = s.stamp
 			// A job not in the allocation yet (arrived since the last recompute) takes its
