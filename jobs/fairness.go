@@ -32,11 +32,11 @@ func isolatedThroughput(tput [NumGPUs]float64, scale int, c Cluster, n int) floa
 // fairShare accumulates each job's time alone on its fair share.
 type fairShare struct {
 	cluster Cluster
-	alone   map[int]float64 // job index -> seconds alone on its 1/N share for the steps run
+	alone   []float64 // by job index: seconds alone on its 1/N share for the steps run
 }
 
-func newFairShare(c Cluster) *fairShare {
-	return &fairShare{cluster: c, alone: map[int]float64{}}
+func newFairShare(c Cluster, jobs int) *fairShare {
+	return &fairShare{cluster: c, alone: make([]float64, jobs)}
 }
 
 // ran records steps a job ran while n jobs were in the system.

@@ -84,7 +84,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	res := Result{JCT: map[int]float64{}}
 	w := cfg.Window
 	remaining := w[1] - w[0]
-	fair := newFairShare(cfg.Cluster)
+	fair := newFairShare(cfg.Cluster, len(tr.Jobs))
 	log := newJobLog(cfg.Log)
 	run := map[int]GPU{}
 	var running []gavelRun

@@ -25,7 +25,7 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 	}
 	var pairs []pair
 	busy, end := 0.0, 0.0
-	fair := newFairShare(cfg.Cluster)
+	fair := newFairShare(cfg.Cluster, len(tr.Jobs))
 	log := newJobLog(cfg.Log)
 	run := map[int]GPU{}
 	windowStart := 0.0
