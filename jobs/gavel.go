@@ -63,6 +63,7 @@ type gavelSim struct {
 	needUpdate bool
 	stamp      int
 	bySize     []sizeHeap // one type's list, by job size
+	order      []GPU      // this round's type order
 	picks      []gavelPick
 }
 
@@ -290,10 +291,12 @@ type gavelPick struct {
 // pass down each type's priority list.
 func (s *gavelSim) schedule() []gavelPick {
 	s.updatePriorities()
-	order := slices.Clone(s.types)
+	order := append(s.order[:0], s.types...)
+	s.order = order
 	if s.policy != "max_min_fairness_perf" {
 		shuffle(s.shuffler, order)
 	}
+	fifo := s.fifo != nil
 	left := s.cfg.Cluster.GPUs
 	s.stamp++
 	picks := s.picks[:0]
@@ -308,7 +311,7 @@ func (s *gavelSim) schedule() []gavelPick {
 			s.bySize[k].heap = s.bySize[k].heap[:0]
 		}
 		for pos, j := range s.active {
-			if j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] || (s.policy == "fifo" && j.prio[g] <= 0) {
+			if (fifo && j.prio[g] <= 0) || j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] {
 				continue
 			}
 			b := s.bucket(j.scale)
