@@ -10,9 +10,9 @@ import (
 //	maximize t  s.t.  sum_g a[i][g] x[i][g] >= t,  sum_g x[i][g] <= 1,
 //	                  sum_i scale[i] x[i][g] <= capacity[g],  x >= 0,
 //
-// over the GPU types g < n, with a log-barrier interior-point method whose Newton steps exploit
-// the structure (a small block per job, coupled only through t and the n capacity rows), so a
-// solve costs O(jobs). The optimum is rarely unique (identical jobs can trade time on GPU
+// over the GPU types g < n, with a primal-dual interior-point method whose Newton steps exploit
+// the structure (a small block per class of identical jobs, coupled only through t and the n
+// capacity rows), so a step costs O(classes). The optimum is rarely unique (identical jobs can trade time on GPU
 // types); like the interior-point solver Gavel calls (ECOS through cvxpy), this one follows the
 // central path and so ends near the analytic centre of the optimal face: identical jobs get
 // identical allocations, as in Gavel, where a simplex vertex would pick one arbitrarily.
@@ -37,7 +37,8 @@ type maxMinLP struct {
 }
 
 // Identical jobs (same row and scale) form one class with a multiplicity: on the central path
-// they have identical allocations anyway, so the barrier counts each class's terms once per job.
+// they have identical allocations anyway, so each class's complementarity targets are weighted
+// by its number of jobs (the central path of the problem with every job written out).
 //
 // setup loads Gavel's MaxMinFairnessPolicyWithPerf program for m jobs on the cluster's types:
 // job i's row is its throughputs times scale / (priority weight x proportional throughput),
