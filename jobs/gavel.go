@@ -1,7 +1,6 @@
 package jobs
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -45,6 +44,7 @@ type gavelRun struct {
 	gpu    GPU
 	steps  int64
 	finish float64
+	jobs   int // jobs in the system when the round was scheduled (finish-time fairness's N)
 }
 
 type gavelSim struct {
@@ -62,7 +62,8 @@ type gavelSim struct {
 	lastReset  float64
 	needUpdate bool
 	stamp      int
-	entries    []*gavelJob
+	bySize     []sizeHeap // one type's list, by job size
+	order      []GPU      // this round's type order
 	picks      []gavelPick
 }
 
@@ -84,6 +85,9 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	res := Result{JCT: map[int]float64{}}
 	w := cfg.Window
 	remaining := w[1] - w[0]
+	fair := newFairShare(cfg.Cluster, len(tr.Jobs))
+	log := newJobLog(cfg.Log)
+	run := map[int]GPU{}
 	var running []gavelRun
 	next := 0
 	s.now = tr.Jobs[0].Arrival
@@ -127,6 +131,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 				j.failures++
 				s.needUpdate = true
 				if j.failures >= gavelMaxFailures {
+					log.fail(j.idx, s.now, fmt.Sprintf("%d failed rounds in a row", gavelMaxFailures))
 					s.remove(j)
 					if j.idx >= w[0] && j.idx < w[1] {
 						res.Dropped = append(res.Dropped, j.idx)
@@ -137,10 +142,12 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 			}
 			j.failures = 0
 			j.done += r.steps
+			fair.ran(j.idx, j.tput, j.scale, float64(r.steps), r.jobs)
 			j.timeSoFar[r.gpu] += exec
 			s.workTime[r.gpu] += exec
 			s.busy += exec * float64(j.scale)
 			if j.done >= j.steps {
+				log.complete(j.idx, r.finish)
 				s.remove(j)
 				if j.idx >= w[0] && j.idx < w[1] {
 					res.JCT[j.idx] = r.finish - j.arrival
@@ -159,6 +166,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 				j.timeSoFar[g] = s.round / 2
 			}
 			s.active = append(s.active, j)
+			log.arrive(tj, tputs[next], cfg.Cluster)
 			s.needUpdate = true
 			if tj.Index == w[0] {
 				windowStart = s.now
@@ -168,7 +176,14 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		for _, sch := range s.schedule() {
 			j := sch.job
 			steps := min(int64(j.tput[sch.gpu]*s.round), j.steps-j.done)
-			running = append(running, gavelRun{job: j, gpu: sch.gpu, steps: steps, finish: s.now + float64(steps)/j.tput[sch.gpu]})
+			running = append(running, gavelRun{job: j, gpu: sch.gpu, steps: steps, finish: s.now + float64(steps)/j.tput[sch.gpu], jobs: len(s.active)})
+		}
+		if log != nil {
+			clear(run)
+			for _, r := range running {
+				run[r.job.idx] = r.gpu
+			}
+			log.boundary(s.now, run)
 		}
 		res.Rounds++
 		// With nothing to run and nothing left to arrive, one forced reset must get work going;
@@ -185,12 +200,86 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		res.Utilization = s.busy / float64(cfg.Cluster.Total()) / s.now
 	}
 	res.summarise(w)
-	return res, nil
+	fair.rho(&res, w)
+	return res, log.close()
 }
 
 func (s *gavelSim) remove(j *gavelJob) {
 	s.active = slices.DeleteFunc(s.active, func(x *gavelJob) bool { return x == j })
 	s.needUpdate = true
+}
+
+// gavelEntry is a job on one type's priority list, with its sort keys.
+type gavelEntry struct {
+	prio, deficit, alloc float64
+	pos                  int
+	job                  *gavelJob
+}
+
+// before is the order of a type's list: priority, deficit, allocation (descending), then
+// position in the active list.
+func (x gavelEntry) before(y gavelEntry) bool {
+	if x.prio != y.prio {
+		return x.prio > y.prio
+	}
+	if x.deficit != y.deficit {
+		return x.deficit > y.deficit
+	}
+	if x.alloc != y.alloc {
+		return x.alloc > y.alloc
+	}
+	return x.pos < y.pos
+}
+
+// sizeHeap is a type's list of jobs of one size.
+type sizeHeap struct {
+	scale int
+	heap  entryHeap
+}
+
+// bucket is the heap of jobs of a size (sizes kept in ascending order).
+func (s *gavelSim) bucket(scale int) *sizeHeap {
+	i, found := slices.BinarySearchFunc(s.bySize, scale, func(b sizeHeap, v int) int { return b.scale - v })
+	if !found {
+		s.bySize = slices.Insert(s.bySize, i, sizeHeap{scale: scale})
+	}
+	return &s.bySize[i]
+}
+
+// entryHeap is a binary min-heap of entries under before.
+type entryHeap []gavelEntry
+
+func (h entryHeap) init() {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *entryHeap) pop() gavelEntry {
+	old := *h
+	top := old[0]
+	last := len(old) - 1
+	old[0] = old[last]
+	*h = old[:last]
+	h.down(0)
+	return top
+}
+
+func (h entryHeap) down(i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1].before(h[c]) {
+			c++
+		}
+		if !h[c].before(h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
 }
 
 type gavelPick struct {
@@ -202,37 +291,47 @@ type gavelPick struct {
 // pass down each type's priority list.
 func (s *gavelSim) schedule() []gavelPick {
 	s.updatePriorities()
-	order := slices.Clone(s.types)
+	order := append(s.order[:0], s.types...)
+	s.order = order
 	if s.policy != "max_min_fairness_perf" {
 		shuffle(s.shuffler, order)
 	}
+	fifo := s.fifo != nil
 	left := s.cfg.Cluster.GPUs
 	s.stamp++
 	picks := s.picks[:0]
 	for _, g := range order {
-		s.entries = s.entries[:0]
-		for _, j := range s.active {
-			// FIFO never takes a zero-priority job, so those need no sorting.
-			if s.policy != "fifo" || j.prio[g] > 0 {
-				s.entries = append(s.entries, j)
-			}
+		// Gavel sorts each type's list (a stable sort) and walks it, taking each job that
+		// fits, until the type is full. A job skipped for its size never fits later (free GPUs
+		// only shrink), so the walk takes, each time, the best job among those of a size that
+		// still fits: here one heap per size on copied keys (the position in the active list
+		// breaks ties: the stable order), without jobs the walk would skip whatever their rank
+		// (taken on an earlier type, no throughput here, FIFO's zero priorities).
+		for k := range s.bySize {
+			s.bySize[k].heap = s.bySize[k].heap[:0]
 		}
-		slices.SortStableFunc(s.entries, func(x, y *gavelJob) int {
-			if c := cmp.Compare(y.prio[g], x.prio[g]); c != 0 {
-				return c
-			}
-			if c := cmp.Compare(y.deficit[g], x.deficit[g]); c != 0 {
-				return c
-			}
-			return cmp.Compare(y.allocOn(g), x.allocOn(g))
-		})
-		for _, j := range s.entries {
-			if left[g] == 0 {
-				break
-			}
-			if j.scheduled == s.stamp || j.tput[g] <= 0 || (s.policy == "fifo" && j.prio[g] <= 0) || j.scale > left[g] {
+		for pos, j := range s.active {
+			if (fifo && j.prio[g] <= 0) || j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] {
 				continue
 			}
+			b := s.bucket(j.scale)
+			b.heap = append(b.heap, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
+		}
+		for k := range s.bySize {
+			s.bySize[k].heap.init()
+		}
+		for {
+			best := -1
+			for k := range s.bySize {
+				b := &s.bySize[k]
+				if len(b.heap) > 0 && b.scale <= left[g] && (best < 0 || b.heap[0].before(s.bySize[best].heap[0])) {
+					best = k
+				}
+			}
+			if best < 0 {
+				break
+			}
+			j := s.bySize[best].heap.pop().job
 			left[g] -= j.scale
 			j.scheduled = s.stamp
 			// A job not in the allocation yet (arrived since the last recompute) takes its

@@ -1,15 +1,18 @@
 package jobs
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // maxMinLP solves the linear program behind Gavel's max-min fairness policies,
 //
 //	maximize t  s.t.  sum_g a[i][g] x[i][g] >= t,  sum_g x[i][g] <= 1,
 //	                  sum_i scale[i] x[i][g] <= capacity[g],  x >= 0,
 //
-// over the GPU types g < n, with a log-barrier interior-point method whose Newton steps exploit
-// the structure (a small block per job, coupled only through t and the n capacity rows), so a
-// solve costs O(jobs). The optimum is rarely unique (identical jobs can trade time on GPU
+// over the GPU types g < n, with a primal-dual interior-point method whose Newton steps exploit
+// the structure (a small block per class of identical jobs, coupled only through t and the n
+// capacity rows), so a step costs O(classes). The optimum is rarely unique (identical jobs can trade time on GPU
 // types); like the interior-point solver Gavel calls (ECOS through cvxpy), this one follows the
 // central path and so ends near the analytic centre of the optimal face: identical jobs get
 // identical allocations, as in Gavel, where a simplex vertex would pick one arbitrarily.
@@ -23,13 +26,19 @@ type maxMinLP struct {
 	out   [][NumGPUs]float64
 	rows  map[[NumGPUs + 1]float64]int
 
-	x, dx, p, q [][NumGPUs]float64
-	w           [][NumGPUs][NumGPUs]float64
-	t           float64
+	pt, aff, step pdPoint                         // the iterate, the predictor and the step
+	kinv          [][blockSize][blockSize]float64 // per class: its block's inverse
+	base          [][blockSize]float64            // per class: its block's base solution
+	schur         [NumGPUs + 1][blockSize]float64
+	rr, rf        []float64          // per class: time and fairness row residuals
+	rd            [][NumGPUs]float64 // per class: the dual rows of x
+	rq            [NumGPUs]float64   // capacity residuals
+	rt            float64            // the dual row of t
 }
 
 // Identical jobs (same row and scale) form one class with a multiplicity: on the central path
-// they have identical allocations anyway, so the barrier counts each class's terms once per job.
+// they have identical allocations anyway, so each class's complementarity targets are weighted
+// by its number of jobs (the central path of the problem with every job written out).
 //
 // setup loads Gavel's MaxMinFairnessPolicyWithPerf program for m jobs on the cluster's types:
 // job i's row is its throughputs times scale / (priority weight x proportional throughput),
@@ -78,6 +87,12 @@ func (s *maxMinLP) setup(types []GPU, c Cluster, perf bool, m int, job func(i in
 }
 
 // solve returns the allocation, clipped to [0, 1] as Gavel clips cvxpy's, and the optimum t.
+//
+// It is a primal-dual interior-point method (Mehrotra's predictor-corrector): about 15-25
+// steps where a primal barrier method needs 40-55. Its last iterates are re-centred, so the
+// answer is the central path's point at a duality gap of 1e-9 t, that is the analytic centre
+// of the optimal face up to that gap, whatever the path took there. Each class's terms count
+// once per job (weight mult), so the path is the one of the problem with every job written out.
 func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	m, n := len(s.a), s.n
 	if len(s.mult) != m {
@@ -87,16 +102,90 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 			s.class = append(s.class, i)
 		}
 	}
-	s.x = grow(s.x, m)
-	s.dx = grow(s.dx, m)
-	s.p = grow(s.p, m)
-	s.q = grow(s.q, m)
-	if cap(s.w) < m {
-		s.w = make([][NumGPUs][NumGPUs]float64, m)
+	s.alloc(m)
+	s.start()
+	barriers := float64(n)
+	for i := range m {
+		barriers += s.mult[i] * float64(n+2)
 	}
-	s.w = s.w[:m]
-	// A strictly feasible start: every job gets the same share of each type, in proportion to
-	// the type's size, at half of what would fill either the cluster or the job's time.
+	centring := 0
+	for iter := 0; iter < 200; iter++ {
+		gap := s.gapAfter(&s.step, 0, 0)
+		nu := gap / barriers
+		converged := s.residuals() <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
+		if converged {
+			if s.centrality(nu) <= 1e-3 || centring == 8 {
+				break
+			}
+			centring++
+			s.factor()
+			s.direction(&s.step, nu, nil)
+		} else {
+			// Predictor: the affine direction towards gap 0; its gap says how far to centre.
+			s.factor()
+			s.direction(&s.aff, 0, nil)
+			ap, ad := s.maxSteps(&s.aff)
+			nuAff := s.gapAfter(&s.aff, ap, ad) / barriers
+			sigma := math.Pow(nuAff/nu, 3)
+			s.direction(&s.step, sigma*nu, &s.aff)
+		}
+		ap, ad := s.maxSteps(&s.step)
+		s.move(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
+	}
+	s.out = grow(s.out, len(s.class))
+	for i, c := range s.class {
+		for g := range n {
+			s.out[i][g] = math.Min(1, math.Max(0, s.pt.x[c][g]))
+		}
+	}
+	return s.out, s.pt.t
+}
+
+// pdPoint is a primal-dual point, or a direction: per class the allocation x (dual z), the
+// time-row slack r (dual y) and the fairness slack f (dual v); per type the capacity slack q
+// (dual u); and t.
+type pdPoint struct {
+	x, z [][NumGPUs]float64
+	r, y []float64
+	f, v []float64
+	q, u [NumGPUs]float64
+	t    float64
+}
+
+func (p *pdPoint) alloc(m int) {
+	p.x, p.z = grow(p.x, m), grow(p.z, m)
+	p.r, p.y, p.f, p.v = growF(p.r, m), growF(p.y, m), growF(p.f, m), growF(p.v, m)
+}
+
+func growF(v []float64, m int) []float64 {
+	if cap(v) < m {
+		return make([]float64, m)
+	}
+	return v[:m]
+}
+
+func grow(v [][NumGPUs]float64, m int) [][NumGPUs]float64 {
+	if cap(v) < m {
+		return make([][NumGPUs]float64, m)
+	}
+	return v[:m]
+}
+
+func (s *maxMinLP) alloc(m int) {
+	s.pt.alloc(m)
+	s.aff.alloc(m)
+	s.step.alloc(m)
+	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
+	s.base = slices.Grow(s.base[:0], m)[:m]
+	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
+}
+
+// start is a primal-feasible point: every job gets the same share of each type, in proportion
+// to the type's size, at half of what would fill either the cluster or the job's time, and t
+// half the least fairness; the duals are the barrier's at the weight that makes sum v = 1.
+func (s *maxMinLP) start() {
+	m, n := len(s.a), s.n
+	p := &s.pt
 	total, demand := 0.0, 0.0
 	for g := range n {
 		total += s.cap[g]
@@ -109,268 +198,324 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	for i := range m {
 		f := 0.0
 		for g := range n {
-			s.x[i][g] = alpha * s.cap[g] / total
-			f += s.a[i][g] * s.x[i][g]
+			p.x[i][g] = alpha * s.cap[g] / total
+			f += s.a[i][g] * p.x[i][g]
 		}
 		minF = math.Min(minF, f)
 	}
-	s.t = minF - 1
+	p.t = minF - 1
 	if minF > 0 {
-		s.t = 0.5 * minF
+		p.t = 0.5 * minF
 	}
-	barriers := float64(n)
+	p.q = s.cap
+	tau := 0.0
 	for i := range m {
-		barriers += s.mult[i] * float64(n+2)
-	}
-	// Intermediate centres need only be rough; the last one is solved tightly.
-	for tau := 1.0; ; tau *= 1000 {
-		last := barriers/tau <= 1e-9*math.Max(1, math.Abs(s.t))
-		tol := 1e-2
-		if last {
-			tol = 1e-7
-		}
-		s.center(tau, tol)
-		if last {
-			break
-		}
-	}
-	s.out = grow(s.out, len(s.class))
-	for i, c := range s.class {
+		p.r[i], p.f[i] = 1, -p.t
 		for g := range n {
-			s.out[i][g] = math.Min(1, math.Max(0, s.x[c][g]))
+			p.r[i] -= p.x[i][g]
+			p.f[i] += s.a[i][g] * p.x[i][g]
+			p.q[g] -= s.mult[i] * s.scale[i] * p.x[i][g]
+		}
+		tau += s.mult[i] / p.f[i]
+	}
+	for i := range m {
+		mu := s.mult[i] / tau
+		p.y[i], p.v[i] = mu/p.r[i], mu/p.f[i]
+		for g := range n {
+			p.z[i][g] = mu / p.x[i][g]
 		}
 	}
-	return s.out, s.t
-}
-
-func grow(v [][NumGPUs]float64, m int) [][NumGPUs]float64 {
-	if cap(v) < m {
-		return make([][NumGPUs]float64, m)
+	for g := range n {
+		p.u[g] = 1 / (tau * p.q[g])
 	}
-	return v[:m]
 }
 
-// barrier is tau*(-t) minus the sum of the logs of every slack, +Inf outside the interior.
-func (s *maxMinLP) barrier(tau float64, x [][NumGPUs]float64, t float64, step float64, dx [][NumGPUs]float64, dt float64) float64 {
-	n := s.n
-	v := -tau * (t + step*dt)
+// gapAfter is the duality gap (sum of every slack times its dual) after primal step ap and
+// dual step ad along d.
+func (s *maxMinLP) gapAfter(d *pdPoint, ap, ad float64) float64 {
+	p, n := &s.pt, s.n
+	gap := 0.0
+	for i := range p.x {
+		for g := range n {
+			gap += (p.x[i][g] + ap*d.x[i][g]) * (p.z[i][g] + ad*d.z[i][g])
+		}
+		gap += (p.r[i]+ap*d.r[i])*(p.y[i]+ad*d.y[i]) + (p.f[i]+ap*d.f[i])*(p.v[i]+ad*d.v[i])
+	}
+	for g := range n {
+		gap += (p.q[g] + ap*d.q[g]) * (p.u[g] + ad*d.u[g])
+	}
+	return gap
+}
+
+// centrality is the largest relative distance of a slack-dual product from its central
+// value (the weight times nu).
+func (s *maxMinLP) centrality(nu float64) float64 {
+	p, n := &s.pt, s.n
+	worst := 0.0
+	dev := func(prod, w float64) { worst = math.Max(worst, math.Abs(prod/(w*nu)-1)) }
+	for i := range p.x {
+		mu := s.mult[i]
+		for g := range n {
+			dev(p.x[i][g]*p.z[i][g], mu)
+		}
+		dev(p.r[i]*p.y[i], mu)
+		dev(p.f[i]*p.v[i], mu)
+	}
+	for g := range n {
+		dev(p.q[g]*p.u[g], 1)
+	}
+	return worst
+}
+
+// residuals computes the equality residuals at the current point (time rows, fairness rows,
+// the dual rows of x, capacities, the dual row of t) and returns the largest, capacities
+// relative to their size.
+func (s *maxMinLP) residuals() float64 {
+	p, n := &s.pt, s.n
+	worst := 0.0
+	s.rq, s.rt = s.cap, 1
+	for i := range p.x {
+		ms := s.mult[i] * s.scale[i]
+		rr, rf := 1-p.r[i], -p.f[i]-p.t
+		for g := range n {
+			rr -= p.x[i][g]
+			rf += s.a[i][g] * p.x[i][g]
+			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
+			s.rd[i][g] = rd
+			worst = math.Max(worst, math.Abs(rd))
+			s.rq[g] -= ms * p.x[i][g]
+		}
+		s.rr[i], s.rf[i] = rr, rf
+		worst = math.Max(worst, math.Max(math.Abs(rr), math.Abs(rf)))
+		s.rt -= p.v[i]
+	}
+	for g := range n {
+		s.rq[g] -= p.q[g]
+		worst = math.Max(worst, math.Abs(s.rq[g])/math.Max(1, s.cap[g]))
+	}
+	return math.Max(worst, math.Abs(s.rt))
+}
+
+// factor computes, for the current point, each class's block inverse and the Schur system
+// over the capacity duals and t that couples the classes; directions then differ only in
+// their right-hand sides. A class's block is the quasi-definite system in (dx, dy, -dv),
+//
+//	[Z/X  1    a  ]
+//	[1'  -r/y  0  ]
+//	[a'   0   -f/v],
+//
+// not its normal form Z/X + (y/r) 11' + (v/f) aa': near the optimum y/r and v/f grow without
+// bound while Z/X of the allocations the optimum leaves free vanishes, and the normal form
+// would lose those (the directions that centre the allocation on the optimal face) to rounding.
+// A class's block: its allocation on each type (padded to NumGPUs), then its time row (tr)
+// and its fairness row (fr).
+const (
+	tr        = NumGPUs
+	fr        = NumGPUs + 1
+	blockSize = NumGPUs + 2
+)
+
+func (s *maxMinLP) factor() {
+	p, n := &s.pt, s.n
+	s.schur = [NumGPUs + 1][blockSize]float64{}
+	for i := range p.x {
+		var k [blockSize][blockSize]float64
+		for g := range n {
+			k[g][g] = p.z[i][g] / p.x[i][g]
+			k[g][tr], k[tr][g] = 1, 1
+			k[g][fr], k[fr][g] = s.a[i][g], s.a[i][g]
+		}
+		for g := n; g < NumGPUs; g++ {
+			k[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
+		}
+		k[tr][tr], k[fr][fr] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
+		inv := invertLU(k)
+		s.kinv[i] = inv
+		ms := s.mult[i] * s.scale[i]
+		for g := range n {
+			for h := range n {
+				s.schur[g][h] += ms * ms * inv[g][h]
+			}
+			s.schur[g][n] -= ms * inv[g][fr]
+			s.schur[n][g] += ms * inv[fr][g]
+		}
+		s.schur[n][n] -= inv[fr][fr]
+	}
+	for g := range n {
+		s.schur[g][g] += p.q[g] / p.u[g]
+	}
+}
+
+// direction solves the Newton system for complementarity target nu x weight, less the
+// second-order term of the affine direction aff when given (Mehrotra's corrector), into d.
+func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
+	p, n := &s.pt, s.n
+	sys := s.schur
+	rq := s.rq
+	for g := range n {
+		k := nu - p.q[g]*p.u[g]
+		if aff != nil {
+			k -= aff.q[g] * aff.u[g]
+		}
+		d.u[g] = k // the complementarity target, kept until the back-substitution
+		sys[g][n+1] = k/p.u[g] - rq[g]
+	}
+	sys[n][n+1] = s.rt
+	// Each class's block solved for its right-hand side without the du and dt terms (base);
+	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
+	for i := range p.x {
+		rr, rf, rd := s.rr[i], s.rf[i], &s.rd[i]
+		mu := s.mult[i] * nu
+		kr, kf := mu-p.r[i]*p.y[i], mu-p.f[i]*p.v[i]
+		if aff != nil {
+			kr -= aff.r[i] * aff.y[i]
+			kf -= aff.f[i] * aff.v[i]
+		}
+		var rhs [blockSize]float64
+		for g := range n {
+			kx := mu - p.x[i][g]*p.z[i][g]
+			if aff != nil {
+				kx -= aff.x[i][g] * aff.z[i][g]
+			}
+			d.z[i][g] = kx
+			rhs[g] = kx/p.x[i][g] + rd[g]
+		}
+		rhs[tr], rhs[fr] = rr-kr/p.y[i], kf/p.v[i]-rf
+		inv := &s.kinv[i]
+		var base [blockSize]float64
+		for r := range blockSize {
+			for c := range blockSize {
+				base[r] += inv[r][c] * rhs[c]
+			}
+		}
+		s.base[i] = base
+		ms := s.mult[i] * s.scale[i]
+		for g := range n {
+			sys[g][n+1] += ms * base[g]
+		}
+		sys[n][n+1] += base[fr]
+	}
+	sol := solveAug(sys, n+1, n+1)
+	dt := sol[n]
+	d.t = dt
 	var used [NumGPUs]float64
-	for i := range x {
-		row, fair := 1.0, -(t + step*dt)
-		for g := range n {
-			xi := x[i][g] + step*dx[i][g]
-			if xi <= 0 {
-				return math.Inf(1)
+	for i := range p.x {
+		rr, rf := s.rr[i], s.rf[i]
+		ms := s.mult[i] * s.scale[i]
+		inv := &s.kinv[i]
+		var v [blockSize]float64
+		for r := range blockSize {
+			v[r] = s.base[i][r] + dt*inv[r][fr]
+			for h := range n {
+				v[r] -= ms * sol[h] * inv[r][h]
 			}
-			v -= s.mult[i] * math.Log(xi)
-			row -= xi
-			fair += s.a[i][g] * xi
-			used[g] += s.mult[i] * s.scale[i] * xi
 		}
-		if row <= 0 || fair <= 0 {
-			return math.Inf(1)
+		sx, ax := 0.0, 0.0
+		for g := range n {
+			d.x[i][g] = v[g]
+			sx += v[g]
+			ax += s.a[i][g] * v[g]
+			used[g] += ms * v[g]
+			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) / p.x[i][g]
 		}
-		v -= s.mult[i] * (math.Log(row) + math.Log(fair))
+		d.r[i], d.f[i] = rr-sx, rf+ax-dt
+		d.y[i], d.v[i] = v[tr], -v[fr]
 	}
 	for g := range n {
-		q := s.cap[g] - used[g]
-		if q <= 0 {
-			return math.Inf(1)
-		}
-		v -= math.Log(q)
-	}
-	return v
-}
-
-// center runs damped Newton steps on the barrier for this tau until the Newton decrement
-// (half its square) is below tol.
-func (s *maxMinLP) center(tau, tol float64) {
-	m, n := len(s.a), s.n
-	var f0 float64
-	for iter := 0; iter < 100; iter++ {
-		var q, gam [NumGPUs]float64
-		q = s.cap
-		for i := range m {
-			for g := range n {
-				q[g] -= s.mult[i] * s.scale[i] * s.x[i][g]
-			}
-		}
-		for g := range n {
-			gam[g] = 1 / (q[g] * q[g])
-		}
-		gt, htt := -tau, 0.0
-		// Schur system in (z, dt): [diag(q^2) + sum s^2 W_i, v; -v, eta] = [sum s P_i; rt]
-		var sys [NumGPUs + 1][NumGPUs + 2]float64
-		var grad [NumGPUs]float64
-		for i := range m {
-			r, f := 1.0, -s.t
-			for g := range n {
-				r -= s.x[i][g]
-				f += s.a[i][g] * s.x[i][g]
-			}
-			mu := s.mult[i]
-			ir, iff := 1/r, 1/f
-			gt += mu * iff
-			htt += mu * iff * iff
-			var b [NumGPUs][NumGPUs]float64
-			for g := range n {
-				grad[g] = mu*(-1/s.x[i][g]+ir-s.a[i][g]*iff) + mu*s.scale[i]/q[g]
-				for h := range n {
-					b[g][h] = mu * (ir*ir + iff*iff*s.a[i][g]*s.a[i][h])
-				}
-				b[g][g] += mu / (s.x[i][g] * s.x[i][g])
-			}
-			w := invert(b, n)
-			s.w[i] = w
-			for g := range n {
-				pv, qv := 0.0, 0.0
-				for h := range n {
-					pv -= w[g][h] * grad[h]
-					qv -= w[g][h] * mu * s.a[i][h] * iff * iff
-				}
-				s.p[i][g], s.q[i][g] = pv, qv
-			}
-			// Stash -g_i in dx for the decrement below.
-			for g := range n {
-				s.dx[i][g] = -grad[g]
-			}
-			si := mu * s.scale[i]
-			for g := range n {
-				for h := range n {
-					sys[g][h] += si * si * w[g][h]
-				}
-				sys[g][n] += si * s.q[i][g]
-				sys[g][n+1] += si * s.p[i][g]
-				// t row: -v.z + (htt - sum h_i.Q_i) dt = -g_t - sum h_i.P_i, h_i = -a_i/f^2
-				sys[n][g] -= si * s.q[i][g]
-				sys[n][n] += mu * s.a[i][g] * iff * iff * s.q[i][g]
-				sys[n][n+1] += mu * s.a[i][g] * iff * iff * s.p[i][g]
-			}
-		}
-		for g := range n {
-			sys[g][g] += 1 / gam[g]
-		}
-		sys[n][n] += htt
-		sys[n][n+1] -= gt
-		z, dt := solveSmall(sys, n+1)
-		dec := -gt * dt
-		for i := range m {
-			for g := range n {
-				d := s.p[i][g] - s.q[i][g]*dt
-				for h := range n {
-					d -= s.mult[i] * s.scale[i] * s.w[i][g][h] * z[h]
-				}
-				dec += s.dx[i][g] * d
-				s.dx[i][g] = d
-			}
-		}
-		if dec/2 <= tol {
-			return
-		}
-		if iter == 0 {
-			f0 = s.barrier(tau, s.x, s.t, 0, s.dx, dt)
-		}
-		step := math.Min(1, 0.99*s.maxStep(dt))
-		for ; step > 1e-12; step /= 2 {
-			if f := s.barrier(tau, s.x, s.t, step, s.dx, dt); f <= f0-0.25*step*dec {
-				f0 = f // the barrier at the next point
-				break
-			}
-		}
-		if step <= 1e-12 {
-			return
-		}
-		for i := range m {
-			for g := range n {
-				s.x[i][g] += step * s.dx[i][g]
-			}
-		}
-		s.t += step * dt
+		d.q[g] = rq[g] - used[g]
+		d.u[g] = sol[g]
 	}
 }
 
-// maxStep is the largest step along (dx, dt) that keeps every slack non-negative.
-func (s *maxMinLP) maxStep(dt float64) float64 {
-	n := s.n
-	limit := math.Inf(1)
-	ratio := func(v, dv float64) {
-		if dv < 0 {
-			limit = math.Min(limit, -v/dv)
-		}
+// invertLU inverts a class's block by Gauss-Jordan elimination with partial pivoting (the
+// block is symmetric but indefinite).
+func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
+	var inv [blockSize][blockSize]float64
+	for i := range blockSize {
+		inv[i][i] = 1
 	}
-	var used, dused [NumGPUs]float64
-	for i := range s.x {
-		row, drow, fair, dfair := 1.0, 0.0, -s.t, -dt
-		for g := range n {
-			ratio(s.x[i][g], s.dx[i][g])
-			row -= s.x[i][g]
-			drow -= s.dx[i][g]
-			fair += s.a[i][g] * s.x[i][g]
-			dfair += s.a[i][g] * s.dx[i][g]
-			used[g] += s.mult[i] * s.scale[i] * s.x[i][g]
-			dused[g] += s.mult[i] * s.scale[i] * s.dx[i][g]
-		}
-		ratio(row, drow)
-		ratio(fair, dfair)
-	}
-	for g := range n {
-		ratio(s.cap[g]-used[g], -dused[g])
-	}
-	return limit
-}
-
-// invert inverts the leading n x n block of a symmetric positive definite matrix by its
-// Cholesky factor.
-func invert(b [NumGPUs][NumGPUs]float64, n int) [NumGPUs][NumGPUs]float64 {
-	var l, li, inv [NumGPUs][NumGPUs]float64
-	for i := range n {
-		for k := 0; k <= i; k++ {
-			v := b[i][k]
-			for p := range k {
-				v -= l[i][p] * l[k][p]
+	for c := range blockSize {
+		piv := c
+		for r := c + 1; r < blockSize; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
+				piv = r
 			}
-			if k == i {
-				l[i][i] = math.Sqrt(v)
-			} else {
-				l[i][k] = v / l[k][k]
+		}
+		a[c], a[piv] = a[piv], a[c]
+		inv[c], inv[piv] = inv[piv], inv[c]
+		d := 1 / a[c][c]
+		for r := range blockSize {
+			if r == c || a[r][c] == 0 {
+				continue
+			}
+			f := a[r][c] * d
+			for cc := c; cc < blockSize; cc++ {
+				a[r][cc] -= f * a[c][cc]
+			}
+			for cc := range blockSize {
+				inv[r][cc] -= f * inv[c][cc]
 			}
 		}
 	}
-	// li = L^-1 (lower triangular), inv = li^T li.
-	for i := range n {
-		li[i][i] = 1 / l[i][i]
-		for k := range i {
-			v := 0.0
-			for p := k; p < i; p++ {
-				v -= l[i][p] * li[p][k]
-			}
-			li[i][k] = v / l[i][i]
-		}
-	}
-	for i := range n {
-		for k := 0; k <= i; k++ {
-			v := 0.0
-			for p := i; p < n; p++ {
-				v += li[p][i] * li[p][k]
-			}
-			inv[i][k], inv[k][i] = v, v
+	for r := range blockSize {
+		d := 1 / a[r][r]
+		for cc := range blockSize {
+			inv[r][cc] *= d
 		}
 	}
 	return inv
 }
 
-// solveSmall solves the k x k Schur system (right-hand side in column k) for z (the first
-// k-1 unknowns) and dt (the last).
-func solveSmall(sys [NumGPUs + 1][NumGPUs + 2]float64, k int) ([NumGPUs]float64, float64) {
-	sol := solveAug(sys, k, k)
-	var z [NumGPUs]float64
-	copy(z[:], sol[:k-1])
-	return z, sol[k-1]
+// maxSteps are the largest primal and dual steps along d that keep every slack and dual
+// non-negative.
+func (s *maxMinLP) maxSteps(d *pdPoint) (ap, ad float64) {
+	p, n := &s.pt, s.n
+	ap, ad = math.Inf(1), math.Inf(1)
+	for i := range p.x {
+		for g := range n {
+			ap = ratio(ap, p.x[i][g], d.x[i][g])
+			ad = ratio(ad, p.z[i][g], d.z[i][g])
+		}
+		ap = ratio(ratio(ap, p.r[i], d.r[i]), p.f[i], d.f[i])
+		ad = ratio(ratio(ad, p.y[i], d.y[i]), p.v[i], d.v[i])
+	}
+	for g := range n {
+		ap = ratio(ap, p.q[g], d.q[g])
+		ad = ratio(ad, p.u[g], d.u[g])
+	}
+	return ap, ad
+}
+
+// ratio is the step limit after v + step dv >= 0.
+func ratio(limit, v, dv float64) float64 {
+	if dv < 0 && -v > limit*dv {
+		return -v / dv
+	}
+	return limit
+}
+
+func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
+	p, n := &s.pt, s.n
+	for i := range p.x {
+		for g := range n {
+			p.x[i][g] += ap * d.x[i][g]
+			p.z[i][g] += ad * d.z[i][g]
+		}
+		p.r[i] += ap * d.r[i]
+		p.f[i] += ap * d.f[i]
+		p.y[i] += ad * d.y[i]
+		p.v[i] += ad * d.v[i]
+	}
+	for g := range n {
+		p.q[g] += ap * d.q[g]
+		p.u[g] += ad * d.u[g]
+	}
+	p.t += ap * d.t
 }
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
 // Gaussian elimination with partial pivoting.
-func solveAug(aug [NumGPUs + 1][NumGPUs + 2]float64, k, rhs int) [NumGPUs + 1]float64 {
+func solveAug(aug [NumGPUs + 1][blockSize]float64, k, rhs int) [NumGPUs + 1]float64 {
 	for c := range k {
 		piv := c
 		for r := c + 1; r < k; r++ {

@@ -25,11 +25,15 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 	}
 	var pairs []pair
 	busy, end := 0.0, 0.0
+	fair := newFairShare(cfg.Cluster, len(tr.Jobs))
+	log := newJobLog(cfg.Log)
+	run := map[int]GPU{}
 	windowStart := 0.0
 	for remaining > 0 {
 		for next < len(tr.Jobs) && tr.Jobs[next].Arrival <= now {
 			j := tr.Jobs[next]
 			present = append(present, &JobState{Job: j, Throughput: tputs[next], LastRan: j.Arrival})
+			log.arrive(j, tputs[next], cfg.Cluster)
 			if j.Index == w[0] {
 				windowStart = j.Arrival
 			}
@@ -72,6 +76,15 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 			left[p.g] -= j.Type.Scale
 		}
 		res.sample(now, present, placed)
+		if log != nil {
+			clear(run)
+			for i, j := range present {
+				if placed[i] {
+					run[j.Index] = gpuOf[i]
+				}
+			}
+			log.boundary(now, run)
+		}
 		finished := false
 		for i, j := range present {
 			j.Ran = placed[i]
@@ -81,6 +94,7 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 			g := gpuOf[i]
 			need := j.Remaining() / j.Throughput[g]
 			run := math.Min(need, cfg.Round)
+			fair.ran(j.Index, j.Throughput, j.Type.Scale, math.Min(j.Remaining(), j.Throughput[g]*cfg.Round), len(present))
 			j.Service[g] += run
 			j.Attained += run * float64(j.Type.Scale)
 			j.LastRan = now + run
@@ -89,6 +103,7 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 				j.Done = float64(j.Steps)
 				finish := now + need
 				end = math.Max(end, finish)
+				log.complete(j.Index, finish)
 				if j.Index >= w[0] && j.Index < w[1] {
 					res.JCT[j.Index] = finish - j.Arrival
 					remaining--
@@ -108,5 +123,6 @@ func runRounds(tr *Trace, tputs [][NumGPUs]float64, cfg Config, name string) (Re
 	res.WindowSpan = end - windowStart
 	res.Utilization = busy / float64(cfg.Cluster.Total()) / end
 	res.summarise(w)
-	return res, nil
+	fair.rho(&res, w)
+	return res, log.close()
 }

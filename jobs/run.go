@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"math"
+
+	"github.com/schedrl/schedrl/sim"
 )
 
 // Config is one simulation.
@@ -15,6 +17,9 @@ type Config struct {
 	Window [2]int
 	Seed   uint64
 	Compat string // "" for schedrl's round model, "gavel" for Gavel's simulator
+	// Log, when not nil, receives every arrival, start, preemption and completion (a
+	// version-2 log with LogHeader's header; log.go). Run flushes it.
+	Log *sim.LogWriter
 }
 
 // Result is what a run measured over its window's jobs.
@@ -28,6 +33,10 @@ type Result struct {
 	Dropped     []int           // counted jobs Gavel drops after failed rounds (compat only)
 	Rounds      int
 	series      []Sample // per round boundary (series.go)
+	// Finish-time fairness (fairness.go): per counted job that finished, JCT over its time
+	// alone on a 1/N share of the cluster; their mean, maximum and the share above 1.
+	Rho                          map[int]float64
+	RhoMean, RhoMax, RhoAboveOne float64
 }
 
 // Compat modes.

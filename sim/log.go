@@ -60,13 +60,24 @@ type TaskRecord struct {
 	GPUSpec  string `json:"gpu_spec,omitempty"`
 }
 
+// GPUTypeRecord is a GPU type of a cluster logged by type (the DL-job world of package jobs,
+// where placement within a type does not change a job's speed): its name and GPU count.
+type GPUTypeRecord struct {
+	Model string `json:"model"`
+	GPUs  int    `json:"gpus"`
+}
+
 // LogHeader is the first line of a decision log.
 type LogHeader struct {
-	Schema  string        `json:"schema"`
-	Version int           `json:"version"`
-	Type    string        `json:"type"` // "header"
-	Nodes   []NodeRecord  `json:"nodes"`
-	Shapes  []ShapeRecord `json:"typical_shapes,omitempty"`
+	Schema  string       `json:"schema"`
+	Version int          `json:"version"`
+	Type    string       `json:"type"` // "header"
+	Nodes   []NodeRecord `json:"nodes"`
+	// GPUTypes replaces Nodes in a timed log of a cluster counted by GPU type: its start events
+	// name a gpu_type instead of a node, and the job world's replayer checks them
+	// (jobs.ReplayLog); sim.Replayer replays node logs only.
+	GPUTypes []GPUTypeRecord `json:"gpu_types,omitempty"`
+	Shapes   []ShapeRecord   `json:"typical_shapes,omitempty"`
 	// TieOrder lists the node indices in the order the scheduler preferred them among equal
 	// scores, most preferred first; absent, node order.
 	TieOrder []int             `json:"tie_order,omitempty"`
@@ -86,6 +97,7 @@ type Event struct {
 	FromGPUs []int       `json:"from_gpus,omitempty"`
 	Reason   string      `json:"reason,omitempty"`
 	LogProb  *float64    `json:"log_prob,omitempty"` // bind: log-probability of the choice under the logging policy, if it has one
+	GPUType  string      `json:"gpu_type,omitempty"` // start in a gpu_types log: the type it runs on (request.num_gpu of them)
 }
 
 // NewLogHeader describes a cluster (and its typical shapes) for a log.

@@ -146,3 +146,30 @@ func TestLogWriterChecksVersions(t *testing.T) {
 		t.Fatalf("events written: %q", body)
 	}
 }
+
+// A header may count GPUs by type instead of listing nodes (the DL-job world's logs): only in
+// version 2, never both, and sim.Replayer, which places on nodes, refuses it.
+func TestGPUTypesHeader(t *testing.T) {
+	const types = `"gpu_types":[{"model":"V100","gpus":4}]`
+	cases := map[string]struct{ header, want string }{
+		"ok":        {`{"schema":"schedrl.decision-log","version":2,"type":"header","nodes":[],` + types + `}`, ""},
+		"version 1": {`{"schema":"schedrl.decision-log","version":1,"type":"header","nodes":[],` + types + `}`, "line 1: a gpu_types log must be version 2"},
+		"both":      {`{"schema":"schedrl.decision-log","version":2,"type":"header","nodes":[{"name":"n","cpu_milli":1,"memory_mib":1,"gpu":1}],` + types + `}`, "both nodes and gpu_types"},
+		"neither":   {`{"schema":"schedrl.decision-log","version":2,"type":"header","nodes":[]}`, "lists no nodes"},
+	}
+	for name, c := range cases {
+		lr, err := sim.NewLogReader(strings.NewReader(c.header + "\n"))
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: %v, want %q", name, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if _, err := sim.NewReplayer(lr.Header); err == nil || !strings.Contains(err.Error(), "jobs.ReplayLog") {
+			t.Errorf("replayer on a gpu_types header: %v, want it refused", err)
+		}
+	}
+}

@@ -53,8 +53,12 @@ func NewLogReader(r io.Reader) (*LogReader, error) {
 		return nil, fmt.Errorf("line 1: version %d, this reader knows %d and %d", h.Version, LogVersion, LogVersionTimed)
 	case h.Type != "header":
 		return nil, fmt.Errorf("line 1: type %q, want \"header\"", h.Type)
-	case len(h.Nodes) == 0:
+	case len(h.Nodes) == 0 && len(h.GPUTypes) == 0:
 		return nil, fmt.Errorf("line 1: header lists no nodes")
+	case len(h.Nodes) > 0 && len(h.GPUTypes) > 0:
+		return nil, fmt.Errorf("line 1: header lists both nodes and gpu_types, want one of them")
+	case len(h.GPUTypes) > 0 && h.Version != LogVersionTimed:
+		return nil, fmt.Errorf("line 1: a gpu_types log must be version %d", LogVersionTimed)
 	}
 	if len(h.TieOrder) > 0 {
 		if err := checkTieOrder(h.TieOrder, len(h.Nodes)); err != nil {
@@ -115,6 +119,9 @@ type Replayer struct {
 
 // NewReplayer builds the header's cluster (with its typical shapes, when present).
 func NewReplayer(h LogHeader) (*Replayer, error) {
+	if len(h.GPUTypes) > 0 {
+		return nil, errors.New("header: a log of GPU types, not nodes (the DL-job world): replay it with jobs.ReplayLog")
+	}
 	c, err := h.NewCluster()
 	if err != nil {
 		return nil, fmt.Errorf("header: %w", err)
@@ -158,6 +165,9 @@ func (r *Replayer) Apply(ev Event) error {
 	}
 	if ev.Task == "" {
 		return fmt.Errorf("event %d (%s): empty task name", ev.Seq, ev.Type)
+	}
+	if ev.GPUType != "" {
+		return fmt.Errorf("event %d (%s %s): gpu_type in a log of nodes", ev.Seq, ev.Type, ev.Task)
 	}
 	if err := r.apply(ev); err != nil {
 		return fmt.Errorf("event %d (%s %s): %w", ev.Seq, ev.Type, ev.Task, err)

@@ -17,7 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/jobs"
+	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
 
@@ -55,7 +57,11 @@ type jobsSummary struct {
 	WindowS     float64            `json:"window_s"`
 	Utilization float64            `json:"utilization"`
 	Rounds      int                `json:"rounds"`
+	RhoMean     float64            `json:"ftf_rho_mean"` // finish-time fairness: JCT / JCT alone on a 1/N share
+	RhoMax      float64            `json:"ftf_rho_max"`
+	RhoAboveOne float64            `json:"ftf_rho_above_one"` // share of the jobs with rho > 1
 	Dropped     []int              `json:"dropped,omitempty"`
+	Log         string             `json:"log,omitempty"`
 	WallSeconds float64            `json:"wall_seconds"`
 	JCT         map[string]float64 `json:"jct_s"`
 }
@@ -154,7 +160,7 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 		return fmt.Errorf("jobs: %w", err)
 	}
 	cfg := jobs.Config{Cluster: cluster, Policy: opts.Policy, Round: opts.Round, Window: window, Seed: opts.Seed, Compat: opts.Compat}
-	res, err := jobs.Run(tr, table, cfg)
+	res, err := runJobsLogged(tr, table, cfg, opts)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -163,7 +169,8 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	}
 	s := jobsSummary{Trace: tr.Path, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
 		Window: window, RoundS: opts.Round, Jobs: res.Jobs, AvgJCT: res.AvgJCT, Makespan: res.Makespan, WindowS: res.WindowSpan,
-		Utilization: res.Utilization, Rounds: res.Rounds, Dropped: res.Dropped, WallSeconds: time.Since(start).Seconds(),
+		Utilization: res.Utilization, Rounds: res.Rounds, RhoMean: res.RhoMean, RhoMax: res.RhoMax, RhoAboveOne: res.RhoAboveOne,
+		Dropped: res.Dropped, Log: opts.Openb.Log, WallSeconds: time.Since(start).Seconds(),
 		JCT: make(map[string]float64, len(res.JCT))}
 	for i, v := range res.JCT {
 		s.JCT[strconv.Itoa(i)] = v
@@ -177,13 +184,42 @@ func runJobs(ctx context.Context, opts *jobsOptions) error {
 	if opts.Compat != "" {
 		mode = "compat " + opts.Compat
 	}
-	fmt.Fprintf(w, "%s on %s (%s, round %g s): %d jobs, avg JCT %.0f s (%.2f h), makespan %.0f s, utilization %.3f, %d rounds, %.2f s\n",
-		s.Policy, s.Cluster, mode, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.Makespan, s.Utilization, s.Rounds, s.WallSeconds)
+	fmt.Fprintf(w, "%s on %s (%s, round %g s): %d jobs, avg JCT %.0f s (%.2f h), makespan %.0f s, utilization %.3f, finish-time fairness rho mean %.2f max %.2f (%.0f%% above 1), %d rounds, %.2f s\n",
+		s.Policy, s.Cluster, mode, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.Makespan, s.Utilization, s.RhoMean, s.RhoMax, 100*s.RhoAboveOne, s.Rounds, s.WallSeconds)
 	if len(s.Dropped) > 0 {
 		sort.Ints(s.Dropped)
 		fmt.Fprintf(w, "dropped after %d failed rounds (no JCT, as in Gavel): %v\n", 5, s.Dropped)
 	}
 	return nil
+}
+
+// runJobsLogged runs the DL-job world, with its version-2 decision log (--log) written under
+// a temporary name and renamed into place only when the run succeeded.
+func runJobsLogged(tr *jobs.Trace, table *jobs.Throughputs, cfg jobs.Config, opts *jobsOptions) (jobs.Result, error) {
+	path := opts.Openb.Log
+	if path == "" {
+		return jobs.Run(tr, table, cfg)
+	}
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	defer f.Abort()
+	meta := map[string]string{"protocol": "gavel-jobs", "trace": tr.Path, "policy": cfg.Policy, "compat": cfg.Compat,
+		"cluster": opts.Cluster, "round_s": fmtFloat(opts.Round), "seed": strconv.FormatUint(cfg.Seed, 10), "throughputs": opts.Throughputs}
+	if cfg.Window != [2]int{} {
+		meta["window"] = fmt.Sprintf("%d-%d", cfg.Window[0], cfg.Window[1])
+	}
+	lw, err := sim.NewLogWriter(f, jobs.LogHeader(cfg.Cluster, meta))
+	if err != nil {
+		return jobs.Result{}, err
+	}
+	cfg.Log = lw
+	res, err := jobs.Run(tr, table, cfg)
+	if err != nil {
+		return res, err
+	}
+	return res, f.Commit()
 }
 
 // runJobsOpenb hands openb clusters and pod lists to the openb timed-task world: --policy then

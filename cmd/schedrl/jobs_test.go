@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/jobs"
 )
 
 func TestRunJobsContract(t *testing.T) {
@@ -105,5 +109,61 @@ func TestRunJobsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want it to contain %q", name, err, c.want)
 		}
+	}
+}
+
+// --log writes the DL-job world's decision log: the same seed writes the same bytes, it
+// replays within every GPU type's capacity, and the JSON reports finish-time fairness.
+func TestRunJobsDecisionLog(t *testing.T) {
+	dir := t.TempDir()
+	run := func(name string) (map[string]any, []byte) {
+		path := filepath.Join(dir, name)
+		o := defaultOpenbJobsOptions()
+		o.Log = path
+		var out bytes.Buffer
+		opts := &jobsOptions{Out: &out, Trace: repotest.Data("gavel", "reference", "gen-8x3-lam3600-seed0.trace"), Cluster: "8:8:8",
+			Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "max_min_fairness_perf", Round: 360,
+			Window: "0-100", Seed: 2, JSON: true, Openb: o}
+		if err := runJobs(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		log, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, log
+	}
+	got, a := run("a.jsonl")
+	_, b := run("b.jsonl")
+	if !bytes.Equal(a, b) {
+		t.Errorf("same seed, two different logs")
+	}
+	events, err := jobs.ReplayLog(bytes.NewReader(a))
+	if err != nil || events < 200 {
+		t.Errorf("replay: %d events, %v", events, err)
+	}
+	mean, max, above := got["ftf_rho_mean"].(float64), got["ftf_rho_max"].(float64), got["ftf_rho_above_one"].(float64)
+	if !(mean > 0 && max >= mean && above >= 0 && above <= 1) || got["log"] != filepath.Join(dir, "a.jsonl") {
+		t.Errorf("ftf_rho mean %v max %v above one %v, log %v", mean, max, above, got["log"])
+	}
+}
+
+// A run that fails leaves no log behind.
+func TestRunJobsFailedRunLeavesNoLog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	o := defaultOpenbJobsOptions()
+	o.Log = path
+	var out bytes.Buffer
+	opts := &jobsOptions{Out: &out, Trace: repotest.Data("gavel", "reference", "gen-8x3-lam3600-seed0.trace"), Cluster: "8:8:8",
+		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Policy: "srtf", Compat: "gavel", Openb: o}
+	if err := runJobs(context.Background(), opts); err == nil {
+		t.Fatal("srtf in compat mode ran")
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed run left %s (%v)", path, err)
 	}
 }
