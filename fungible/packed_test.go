@@ -96,3 +96,76 @@ func TestPackedLPOptimum(t *testing.T) {
 		t.Fatalf("T %g, alone %v; want 2/3 and a total of 2", s.t, s.alone)
 	}
 }
+
+// TestPackedLPFastestShortcut: the shortcut is taken only when every class fits its fastest type,
+// and then its T is the simplex's optimum.
+func TestPackedLPFastestShortcut(t *testing.T) {
+	lp := packedLP{
+		types:   []string{"v100", "k80"},
+		cap:     []float64{2, 4},
+		classes: []lpClass{{n: 2, gpus: 1, alone: []float64{1.5, 0.5}}, {n: 1, gpus: 4, alone: []float64{1.2, 0.9}}},
+		pairs:   []lpPair{{c: 0, d: 0, self: []float64{1, 0.3}, peer: []float64{1, 0.3}}},
+	}
+	if _, ok := lp.fastest(); ok {
+		t.Fatal("shortcut taken although the 4-GPU job's fastest type (v100) has 2 GPUs")
+	}
+	lp.cap = []float64{6, 4}
+	got, ok := lp.fastest()
+	if !ok || got.t != 1.2 || got.alone[0][0] != 2 || got.alone[1][0] != 1 {
+		t.Fatalf("shortcut %v %+v, want every job alone on v100, T 1.2", ok, got)
+	}
+	want, err := lp.simplex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(want.t-got.t) > 1e-9 {
+		t.Fatalf("shortcut T %g, simplex T %g", got.t, want.t)
+	}
+	lp.classes = append(lp.classes, lpClass{n: 1, gpus: 1, alone: []float64{0, 0}})
+	if _, ok := lp.fastest(); ok {
+		t.Fatal("shortcut taken for a class that runs nowhere")
+	}
+}
+
+// TestPackedPairsWhereTheLPGains: two 1-GPU jobs on one GPU whose pair runs each at 6.5/7 of its
+// speed alone. The packed LP's unique optimum pairs them all the time (a min normalised
+// throughput of 0.93 against 0.5 time-slicing; any time alone for one costs the other more): the short job finishes at its paired speed, the long one runs on
+// alone; max_min_fairness_perf time-slices them and both finish later. With a [0, 0] pair entry
+// the packed LP cannot pair them and time-slices too.
+func TestPackedPairsWhereTheLPGains(t *testing.T) {
+	tab := newTable().setAlone("v100", a3c, 1, 7).setAlone("v100", lm, 1, 60).
+		setPair("v100", a3c, lm, 1, 6.5, 60*6.5/7)
+	m := SpeedModel{Tput: tab, Sens: loadSensitivity(t)}
+	c := Cluster{{Name: "v-0", GPUType: "v100", GPUs: 1, CPUs: 3, MemGB: 62.5}}
+	work := []Job{{ID: 0, Type: a3c, GPUs: 1, Steps: 6000, Arrival: 0}, {ID: 1, Type: lm, GPUs: 1, Steps: 75000, Arrival: 0}}
+	run := func(name string) Result {
+		t.Helper()
+		pl, err := NewRoundPlanner(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Run(c, m, work, RunConfig{Planner: pl, Round: 360, Log: true})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return res
+	}
+	packed, perf := run("max_min_fairness_packed"), run("max_min_fairness_perf")
+	if a := packed.Log[1].Alloc; packed.Log[1].Op != Start || a.Partner != 0 || a.CPUsPerGPU != 1.5 {
+		t.Fatalf("packed log %+v: want job 1 started with job 0 at half the fair share", packed.Log[:2])
+	}
+	t0 := 6000 / 6.5
+	t1 := t0 + (75000-60*6.5/7*t0)/60
+	if !approx(packed.JCT[0], t0) || !approx(packed.JCT[1], t1) {
+		t.Fatalf("packed JCTs %v, want %g (paired) and %g (paired, then alone)", packed.JCT, t0, t1)
+	}
+	if !(perf.JCT[0] > packed.JCT[0] && perf.AvgJCT > packed.AvgJCT) {
+		t.Fatalf("perf JCTs %v (avg %g), want both later than packed's %v (avg %g)", perf.JCT, perf.AvgJCT, packed.JCT, packed.AvgJCT)
+	}
+	tab.setPair("v100", a3c, lm, 1, 0, 0)
+	for _, e := range run("max_min_fairness_packed").Log {
+		if e.Alloc.Partner != NoPartner {
+			t.Fatalf("a [0, 0] pair shares: %+v", e)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package fungible
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -52,9 +53,17 @@ type lpSolution struct {
 	t      float64
 }
 
-// solve builds the program in standard form (a slack per row: every row is <= with a
-// non-negative bound, so the slacks are a feasible first basis) and runs gonum's simplex.
+// solve is the optimum: fastest's when every job fits on its fastest type at once, else simplex's.
 func (p *packedLP) solve() (lpSolution, error) {
+	if s, ok := p.fastest(); ok {
+		return s, nil
+	}
+	return p.simplex()
+}
+
+// simplex builds the program in standard form (a slack per row: every row is <= with a
+// non-negative bound, so the slacks are a feasible first basis) and runs gonum's simplex.
+func (p *packedLP) simplex() (lpSolution, error) {
 	nt := len(p.types)
 	type col struct {
 		pair, idx, g int // pair < 0: X of class idx; else Y of pair idx
@@ -135,4 +144,34 @@ func (p *packedLP) solve() (lpSolution, error) {
 		}
 	}
 	return s, nil
+}
+
+// fastest is the optimum when every class fits on its fastest type all the time: no job can do
+// better than its speed alone on its fastest type (no pair of the vendored table runs faster
+// than alone, and a pair's half share of CPUs and memory only slows it), so every job gets its
+// own maximum, the min among them included. It spares the simplex whenever the cluster is not
+// contended.
+func (p *packedLP) fastest() (lpSolution, bool) {
+	nt := len(p.types)
+	use := make([]float64, nt)
+	s := lpSolution{alone: make([][]float64, len(p.classes)), paired: make([][]float64, len(p.pairs)), t: math.Inf(1)}
+	for c, cl := range p.classes {
+		best := 0
+		for g := range nt {
+			if cl.alone[g] > cl.alone[best] {
+				best = g
+			}
+		}
+		use[best] += float64(cl.n * cl.gpus)
+		if use[best] > p.cap[best] || cl.alone[best] <= 0 {
+			return lpSolution{}, false
+		}
+		s.alone[c] = make([]float64, nt)
+		s.alone[c][best] = float64(cl.n)
+		s.t = min(s.t, cl.alone[best])
+	}
+	for k := range s.paired {
+		s.paired[k] = make([]float64, nt)
+	}
+	return s, true
 }
