@@ -169,3 +169,24 @@ func TestPackedPairsWhereTheLPGains(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPlannersRejectBadWork: a planner's run checks the work as the fixed-demand rule does,
+// before the first round: a job type without a Synergy mapping or a throughput is named.
+func TestRunPlannersRejectBadWork(t *testing.T) {
+	m := gavelModel(t)
+	c := mixCluster(t, "8:0:0")
+	for want, work := range map[string][]Job{
+		`job type "Mystery" has no Synergy mapping`:                       {{ID: 1, Type: "Mystery", GPUs: 1, Steps: 10}},
+		`job 2: no throughput for "ResNet-50 (batch size 64)" on 16 GPUs`: {{ID: 2, Type: res50, GPUs: 16, Steps: 10}},
+	} {
+		for _, name := range RoundPlannerNames() {
+			pl, _ := NewRoundPlanner(name)
+			if _, err := Run(c, m, work, RunConfig{Planner: pl}); !contains(err, want) {
+				t.Errorf("%s: error %v, want %q", name, err, want)
+			}
+		}
+	}
+	if _, err := NewRoundPlanner("max_min_fairness_pakced"); !contains(err, `unknown round planner "max_min_fairness_pakced" (have max_min_fairness, max_min_fairness_packed, max_min_fairness_perf)`) {
+		t.Errorf("error %v", err)
+	}
+}
