@@ -61,3 +61,25 @@ func BenchmarkRunTune1000Jobs108GPUs(b *testing.B) {
 	}
 	b.ReportMetric(float64(res.Rounds), "rounds")
 }
+
+// BenchmarkRunPacked1000Jobs108GPUs is the same run with Gavel's max_min_fairness_packed, whose
+// LP (over job classes and pairs of them) is re-solved whenever the set of jobs changes.
+func BenchmarkRunPacked1000Jobs108GPUs(b *testing.B) {
+	m := gavelModel(b)
+	work, err := Generate(m.Tput, m.Sens.JobTypes(), WorkloadConfig{Jobs: 1000, Interarrival: 1200, MultiGPU: true, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := mixCluster(b, "36:36:36")
+	var res Result
+	for b.Loop() {
+		pl, err := NewRoundPlanner("max_min_fairness_packed")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res, err = Run(c, m, work, RunConfig{Planner: pl}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(res.Rounds), "rounds")
+}

@@ -15,8 +15,11 @@ import (
 type RunConfig struct {
 	Rule  Rule        // allocates each round's queue
 	Order jobs.Policy // orders each round's queue: any of jobs' policies (fifo, srtf, tiresias-las, ...)
-	Round float64     // round length in seconds; 0 means 360, as in jobs
-	Log   bool        // keep every change to the cluster in Result.Log
+	// Planner, when set, decides each round instead of Order and Rule (Gavel's LPs); Rule, or
+	// Fixed when nil, still checks before the first round that every job fits the empty cluster.
+	Planner RoundPlanner
+	Round   float64 // round length in seconds; 0 means 360, as in jobs
+	Log     bool    // keep every change to the cluster in Result.Log
 }
 
 // Event is one change to the cluster at a time: a round's plan (Start, Resize) at its boundary,
@@ -64,7 +67,11 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := checkWork(c, m, work, cfg.Rule); err != nil {
+	check := cfg.Rule
+	if check == nil && cfg.Planner != nil {
+		check = Fixed
+	}
+	if err := checkWork(c, m, work, check); err != nil {
 		return Result{}, err
 	}
 	res := Result{JCT: make([]float64, len(work))}
@@ -75,7 +82,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	for left > 0 {
 		for next < len(work) && work[next].Arrival <= now {
 			j := work[next]
-			st := &jobs.JobState{Job: jobs.Job{Index: next, Type: jobs.JobType{Model: j.Type, Scale: j.GPUs}, Steps: j.Steps, Arrival: j.Arrival}, LastRan: j.Arrival}
+			st := &jobs.JobState{Job: jobs.Job{Index: next, Type: jobs.JobType{Model: j.Type, Scale: j.GPUs}, Steps: j.Steps, Arrival: j.Arrival, PriorityWeight: 1}, LastRan: j.Arrival}
 			for g, t := range GPUTypes {
 				st.Throughput[g], _ = m.Tput.Alone(t, j.Type, j.GPUs)
 			}
@@ -90,7 +97,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 			held = held[:0]
 			continue
 		}
-		plan, err := cfg.Rule(NewLedger(c), m, ordered(present, cfg.Order, jc, now, cfg.Round))
+		plan, err := cfg.plan(NewLedger(c), m, present, jc, now)
 		if err != nil {
 			return Result{}, err
 		}
@@ -213,6 +220,19 @@ func advance(m SpeedModel, a Allocation, pa *Allocation, rest, prest, length flo
 		return p, nil
 	}
 	return solo(p, length-together), nil
+}
+
+// plan is the round's decision: the planner's, or the rule's over the queue in the order's order.
+func (cfg RunConfig) plan(l *Ledger, m SpeedModel, present []*running, jc jobs.Cluster, now float64) (Plan, error) {
+	if cfg.Planner == nil {
+		return cfg.Rule(l, m, ordered(present, cfg.Order, jc, now, cfg.Round))
+	}
+	r := &jobs.Round{Now: now, Length: cfg.Round, Cluster: jc, Jobs: make([]*jobs.JobState, len(present))}
+	work := make([]Job, len(present))
+	for i, p := range present {
+		r.Jobs[i], work[i] = p.state, p.job
+	}
+	return cfg.Planner.PlanRound(l, m, r, work)
 }
 
 // ordered is the round's queue: the present jobs by their best priority over GPU types under the

@@ -2,21 +2,22 @@
 # The MAIFS part-1 acceptance table (docs/fungible.md): every baseline x three workloads on a
 # 36:36:36 cluster of 8-GPU servers, five seeds, mean ± 95% t-interval of avg JCT, p95 JCT,
 # makespan and utilization. Usage: scripts/fungible-table.sh [bin/schedrl] [out-dir]
+# The Gavel trace has no seed (the fungible world draws nothing for it): it runs once.
 set -euo pipefail
 bin=${1:-bin/schedrl}
 out=${2:-$(mktemp -d)}
 mkdir -p "$out"
 seeds=(0 1 2 3 4)
 trace=data/gavel/reference/gen-36x3-lam1200-seed0.trace
-# name|flags: fixed-demand queue policies and the fungible rules in the fungible world (8-GPU
-# servers with 3 CPUs and 62.5 GB per GPU); Gavel's LPs in the GPU-type world (108 GPUs, no servers).
+# name|flags: every baseline in the fungible world (8-GPU servers with 3 CPUs and 62.5 GB per GPU).
 policies=(
   "fifo|--servers-gpus 8 --policy fifo"
   "sjf|--servers-gpus 8 --policy sjf"
   "srtf|--servers-gpus 8 --policy srtf"
   "tiresias-las|--servers-gpus 8 --policy tiresias-las"
-  "max_min_fairness|--policy max_min_fairness"
-  "max_min_fairness_perf|--policy max_min_fairness_perf"
+  "max_min_fairness|--servers-gpus 8 --policy max_min_fairness"
+  "max_min_fairness_perf|--servers-gpus 8 --policy max_min_fairness_perf"
+  "max_min_fairness_packed|--servers-gpus 8 --policy max_min_fairness_packed"
   "synergy-tune (fifo)|--servers-gpus 8 --policy synergy-tune --order fifo"
   "synergy-tune (las)|--servers-gpus 8 --policy synergy-tune --order tiresias-las"
   "synergy-tune (srtf)|--servers-gpus 8 --policy synergy-tune --order srtf"
@@ -34,9 +35,11 @@ for w in "${workloads[@]}"; do
   wname=${w%%|*} wflags=${w#*|}
   for p in "${policies[@]}"; do
     pname=${p%%|*} pflags=${p#*|}
-    for s in "${seeds[@]}"; do
+    runs=("${seeds[@]}")
+    if [[ $wflags == --trace* ]]; then runs=(0); fi
+    for s in "${runs[@]}"; do
       # shellcheck disable=SC2086 # flags are word lists
-      "$bin" jobs --cluster 36:36:36 --round 360 --seed "$s" $wflags $pflags --json |
+      nice "$bin" jobs --cluster 36:36:36 --round 360 --seed "$s" $wflags $pflags --json |
         jq -c --arg w "$wname" --arg p "$pname" --argjson s "$s" \
           '{workload: $w, policy: $p, seed: $s, avg: .avg_jct_s, p95: ([.jct_s[]] | sort | .[(length * 0.95 | ceil) - 1]), makespan: .makespan_s, util: .utilization, wall: .wall_seconds}' >>"$raw"
     done
@@ -54,9 +57,9 @@ function ci(k, i, scale,   mu, v) {
   return sprintf("%.2f ± %.2f", mu / scale, (n[k] > 1 ? t[n[k] - 1] * sqrt(v / n[k]) : 0) / scale)
 }
 END {
-  print "| workload | policy | avg JCT (h) | p95 JCT (h) | makespan (h) | utilization | wall (s/run) |"
-  print "|---|---|---|---|---|---|---|"
+  print "| workload | policy | runs | avg JCT (h) | p95 JCT (h) | makespan (h) | utilization | wall (s/run) |"
+  print "|---|---|---|---|---|---|---|---|"
   for (j = 1; j <= m; j++) { k = order[j]; split(k, f, "\t")
-    printf "| %s | %s | %s | %s | %s | %s | %.2f |\n", f[1], f[2], ci(k, 3, 3600), ci(k, 4, 3600), ci(k, 5, 3600), ci(k, 6, 1), s[k, 7] / n[k] }
+    printf "| %s | %s | %d | %s | %s | %s | %s | %.2f |\n", f[1], f[2], n[k], ci(k, 3, 3600), ci(k, 4, 3600), ci(k, 5, 3600), ci(k, 6, 1), s[k, 7] / n[k] }
 }'
 echo "raw runs: $raw" >&2

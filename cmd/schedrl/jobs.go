@@ -79,8 +79,9 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 			"Gavel's names are aliases) and prints JCT, makespan and utilization over the jobs of --window.\n" +
 			"--compat gavel reproduces Gavel's simulator, quirks included (fifo, max_min_fairness,\n" +
 			"max_min_fairness_perf). An openb pod CSV as --trace, or --nodes, runs the openb timed-task world.\n" +
-			"--servers-gpus N, --generate or a fungible rule (" + strings.Join(fungibleRules, ", ") + ") runs the fungible\n" +
-			"world: servers with GPUs, CPUs and memory, whole allocations checked against capacity (docs/fungible.md).\n" +
+			"--servers-gpus N, a fungible rule (" + strings.Join(fungibleRules, ", ") + ") or max_min_fairness_packed runs\n" +
+			"the fungible world: servers with GPUs, CPUs and memory, whole allocations checked against capacity; Gavel's\n" +
+			"LPs (max_min_fairness, _perf, _packed) run there too, with fixed demands (docs/fungible.md).\n" +
 			"See docs/jobs.md.",
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
@@ -97,7 +98,7 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
-		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands);"+
+		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" and max_min_fairness_packed too (the queue policies and Gavel's LPs there hold fixed demands);"+
 		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
 	f.StringVar(&opts.Fungible.Generate, "generate", "", "generate Gavel's job mix instead of --trace (both worlds), jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
 	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")

@@ -46,11 +46,12 @@ type fungibleSummary struct {
 	JCT         []float64 `json:"jct_s"`
 }
 
-// isFungible tells whether the options ask for the fungible world: a fungible rule, or one server
-// size for every type (--servers-gpus 8).
+// isFungible tells whether the options ask for the fungible world: a fungible rule,
+// max_min_fairness_packed (Gavel's LP over pairs exists only there), or one server size for every
+// type (--servers-gpus 8).
 func isFungible(opts *jobsOptions) bool {
 	_, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-	return err == nil || slices.Contains(fungibleRules, opts.Policy)
+	return err == nil || slices.Contains(fungibleRules, opts.Policy) || strings.ReplaceAll(opts.Policy, "-", "_") == "max_min_fairness_packed"
 }
 
 // runJobsFungible runs a Gavel trace or a generated workload on servers with GPUs, CPUs and memory,
@@ -82,21 +83,30 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	}
 	policy := cmp.Or(opts.Policy, "fifo")
 	ruleName, orderName := "fixed", policy
-	if slices.Contains(fungibleRules, policy) {
-		ruleName, orderName = policy, cmp.Or(fo.Order, "fifo")
-	} else if fo.Order != "" {
+	if fo.Order != "" && !slices.Contains(fungibleRules, policy) {
 		return fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
 	}
-	if strings.HasPrefix(strings.ReplaceAll(orderName, "-", "_"), "max_min_fairness") {
-		return fmt.Errorf("jobs: %s is Gavel's LP over GPU types: run it without --servers-gpus N (the GPU-type world); the fungible world orders by %s", orderName, "fifo, sjf, srtf or tiresias-las")
-	}
-	rule, err := fungible.LookupRule(ruleName)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	order, err := jobs.NewPolicy(orderName)
-	if err != nil {
-		return fmt.Errorf("jobs: --order: %w", err)
+	var cfg fungible.RunConfig
+	switch lp := strings.ReplaceAll(policy, "-", "_"); {
+	case slices.Contains(fungible.RoundPlannerNames(), lp):
+		// Gavel's LPs: their own priorities per (job or pair, GPU type), fixed demands.
+		ruleName, orderName = "gavel-lp", lp
+		if cfg.Planner, err = fungible.NewRoundPlanner(lp); err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
+	default:
+		if slices.Contains(fungibleRules, policy) {
+			ruleName, orderName = policy, cmp.Or(fo.Order, "fifo")
+		}
+		if strings.HasPrefix(strings.ReplaceAll(orderName, "-", "_"), "max_min_fairness") {
+			return fmt.Errorf("jobs: --order %s: Gavel's LPs are policies of their own (--policy %s); rules take fifo, sjf, srtf or tiresias-las", orderName, orderName)
+		}
+		if cfg.Rule, err = fungible.LookupRule(ruleName); err != nil {
+			return fmt.Errorf("jobs: %w", err)
+		}
+		if cfg.Order, err = jobs.NewPolicy(orderName); err != nil {
+			return fmt.Errorf("jobs: --order: %w", err)
+		}
 	}
 	table, err := jobs.LoadThroughputs(opts.Throughputs)
 	if err != nil {
@@ -119,7 +129,8 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		}
 		work = fungible.FromTrace(tr)
 	}
-	res, err := fungible.Run(cluster, m, work, fungible.RunConfig{Rule: rule, Order: order, Round: opts.Round})
+	cfg.Round = opts.Round
+	res, err := fungible.Run(cluster, m, work, cfg)
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", workload, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"os"
@@ -41,11 +42,25 @@ func TestRunJobsFungiblePolicies(t *testing.T) {
 		}
 		return s
 	}
-	for _, p := range []string{"fifo", "sjf", "srtf", "tiresias-las", "synergy-tune", "gandiva", "integrated-greedy"} {
+	rules := map[string]string{"synergy-tune": "synergy-tune", "gandiva": "gandiva", "integrated-greedy": "integrated-greedy",
+		"max_min_fairness": "gavel-lp", "max_min_fairness_perf": "gavel-lp", "max_min_fairness_packed": "gavel-lp"}
+	for _, p := range []string{"fifo", "sjf", "srtf", "tiresias-las", "max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed", "synergy-tune", "gandiva", "integrated-greedy"} {
 		s := run(p, "", 1)
-		if want := map[bool]string{true: "fixed", false: p}[!strings.Contains("synergy-tune gandiva integrated-greedy", p)]; s.Rule != want {
+		if want := cmp.Or(rules[p], "fixed"); s.Rule != want {
 			t.Errorf("%s: rule %s, want %s", p, s.Rule, want)
 		}
+	}
+	// max_min_fairness_packed exists only in the fungible world: it needs no --servers-gpus.
+	opts := fungibleJobsOptions("max-min-fairness-packed")
+	opts.ServersGPUs, opts.Cluster, opts.Fungible.Generate = "", "4:4:4", "jobs=20,lam=600"
+	var out bytes.Buffer
+	opts.Out = &out
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var s fungibleSummary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil || s.Order != "max_min_fairness_packed" || s.ServerGPUs != 8 || s.Jobs != 20 {
+		t.Fatalf("packed without --servers-gpus: %v, %+v", err, s)
 	}
 	a, b := run("synergy-tune", "", 2), run("synergy-tune", "", 2)
 	if a.AvgJCT != b.AvgJCT || a.Makespan != b.Makespan {
@@ -90,15 +105,15 @@ func TestRunJobsFungibleBadInput(t *testing.T) {
 	trace := repotest.Data("gavel", "reference", "gen-36x3-lam1200-seed0.trace")
 	for want, set := range map[string]func(o *jobsOptions){
 		`job type "A3C" has no Synergy mapping in ` + noA3C: func(o *jobsOptions) { o.Trace, o.Fungible.Mapping = trace, noA3C },
-		`unknown field "n"`:                   func(o *jobsOptions) { o.Fungible.Generate = "n=5,lam=60" },
-		`want jobs=N (N > 0) and lam=S`:       func(o *jobsOptions) { o.Fungible.Generate = "jobs=5" },
-		`mean interarrival -3 s`:              func(o *jobsOptions) { o.Fungible.Generate = "jobs=5,lam=-3" },
-		`max_min_fairness_perf is Gavel's LP`: func(o *jobsOptions) { o.Trace, o.Policy = trace, "max_min_fairness_perf" },
-		`one server size in GPUs`:             func(o *jobsOptions) { o.Trace, o.ServersGPUs = trace, "8:8:8" },
-		`--trace or --generate, one of them`:  func(o *jobsOptions) {},
-		`--order sets the job order of`:       func(o *jobsOptions) { o.Trace, o.Fungible.Order = trace, "srtf" },
-		`unknown policy "lifo"`:               func(o *jobsOptions) { o.Trace, o.Policy, o.Fungible.Order = trace, "gandiva", "lifo" },
-		`field 2 (p100) is "x"`:               func(o *jobsOptions) { o.Trace, o.Cluster = trace, "36:x:36" },
+		`unknown field "n"`:                     func(o *jobsOptions) { o.Fungible.Generate = "n=5,lam=60" },
+		`want jobs=N (N > 0) and lam=S`:         func(o *jobsOptions) { o.Fungible.Generate = "jobs=5" },
+		`mean interarrival -3 s`:                func(o *jobsOptions) { o.Fungible.Generate = "jobs=5,lam=-3" },
+		`Gavel's LPs are policies of their own`: func(o *jobsOptions) { o.Trace, o.Policy, o.Fungible.Order = trace, "gandiva", "max_min_fairness_perf" },
+		`one server size in GPUs`:               func(o *jobsOptions) { o.Trace, o.ServersGPUs = trace, "8:8:8" },
+		`--trace or --generate, one of them`:    func(o *jobsOptions) {},
+		`--order sets the job order of`:         func(o *jobsOptions) { o.Trace, o.Fungible.Order = trace, "srtf" },
+		`unknown policy "lifo"`:                 func(o *jobsOptions) { o.Trace, o.Policy, o.Fungible.Order = trace, "gandiva", "lifo" },
+		`field 2 (p100) is "x"`:                 func(o *jobsOptions) { o.Trace, o.Cluster = trace, "36:x:36" },
 	} {
 		opts := fungibleJobsOptions("synergy-tune")
 		if strings.Contains(want, "--order sets") {
