@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
@@ -29,16 +30,7 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 		runF = runEval
 	}
 	opts := &evalOptions{}
-	var (
-		policies, traces        []string
-		seeds, out, nodes, tdir string
-		baseline                string
-		tune                    float64
-		parallelism             int
-		noPaper                 bool
-		timed                   config.TimedEvalConfig
-		generate                []string
-	)
+	fl := &evalFlags{}
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Compare policies on held-out workloads: metrics.json, curves.csv, plots and a report",
@@ -58,69 +50,90 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ec := &cfg.Eval
-			f := cmd.Flags()
-			set := map[string]func(){
-				"policies":     func() { ec.Policies = splitList(policies) },
-				"traces":       func() { ec.Traces = splitList(traces) },
-				"seeds":        func() { ec.Seeds = seeds },
-				"tune":         func() { ec.Tune = tune },
-				"out":          func() { ec.Out = out },
-				"nodes":        func() { ec.Nodes = nodes },
-				"traces-dir":   func() { ec.TracesDir = tdir },
-				"parallelism":  func() { ec.Parallelism = parallelism },
-				"no-paper":     func() { ec.PaperOverlay = !noPaper },
-				"baseline":     func() { ec.Baseline = baseline },
-				"timed":        func() { ec.Timed.Kind = timed.Kind },
-				"cluster":      func() { ec.Timed.Cluster = timed.Cluster },
-				"servers-gpus": func() { ec.Timed.ServersGPUs = timed.ServersGPUs },
-				"round":        func() { ec.Timed.Round = timed.Round },
-				"load":         func() { ec.Timed.Load = timed.Load },
-				"tasks":        func() { ec.Timed.Tasks = timed.Tasks },
-				"cap":          func() { ec.Timed.Cap = timed.Cap },
-				"warmup":       func() { ec.Timed.Warmup = timed.Warmup },
-				"queue":        func() { ec.Timed.Queue = timed.Queue },
-			}
-			for name, apply := range set {
-				if f.Changed(name) {
-					apply()
-				}
-			}
-			if f.Changed("generate") { // after --traces, or instead of the default traces
-				if !f.Changed("traces") {
-					ec.Traces = nil
-				}
-				ec.Traces = append(ec.Traces, generate...)
-			}
+			fl.apply(cmd.Flags(), &cfg.Eval)
 			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
 			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
 	config.AddFlags(f, "")
-	f.StringSliceVar(&policies, "policies", nil, "policies to compare (comma-separated)")
-	f.StringSliceVar(&traces, "traces", nil, "traces: openb short names or CSV paths (comma-separated)")
-	f.StringVar(&seeds, "seeds", "", "held-out workload seeds, e.g. 49-53 or 49,50,51")
-	f.Float64Var(&tune, "tune", 0, "workload tuning ratio (default 1.3)")
-	f.StringVar(&out, "out", "", "report directory")
-	f.StringVar(&baseline, "baseline", "", "policy the others are compared with seed by seed (default: the first)")
-	f.StringVar(&nodes, "nodes", "", "node list CSV")
-	f.StringVar(&tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
-	intFlag(f, &parallelism, "parallelism", 0, 0, "concurrent runs (default: all CPUs)")
-	markOutput(f, "out", "dir")
-	f.BoolVar(&noPaper, "no-paper", false, "do not overlay the paper's published curves")
+	fl.add(f)
 	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
-	f.StringVar(&timed.Kind, "timed", "", "evaluate on timed workloads of this world: "+strings.Join(config.TimedKinds, ", "))
-	f.StringVar(&timed.Cluster, "cluster", "", "timed jobs, fungible: GPUs per type, V100:P100:K80 (default 36:36:36)")
-	f.StringVar(&timed.ServersGPUs, "servers-gpus", "", "timed jobs: GPUs per server per type (V100:P100:K80); fungible: the server size in GPUs (default 8)")
-	f.Float64Var(&timed.Round, "round", 0, "timed jobs, fungible: round length in seconds (default 360)")
-	f.Float64Var(&timed.Load, "load", 0, "timed tasks: offered load of the Poisson resampling (default 1.0; 0: the trace's timestamps)")
-	f.IntVar(&timed.Tasks, "tasks", 0, "timed tasks: number of arrivals (default 150000)")
-	f.Float64Var(&timed.Cap, "cap", 0, "timed tasks: cut run times to this many seconds (default 14400; 0: none)")
-	f.Float64Var(&timed.Warmup, "warmup", 0, "timed tasks: seconds from the start left out of the measures (default 14400)")
-	f.StringVar(&timed.Queue, "queue", "", "timed tasks: queue discipline (default backfill)")
-	f.StringArrayVar(&generate, "generate", nil, "timed jobs, fungible: a generated workload jobs=N,lam=S[,multigpu] (Gavel's mix, drawn per seed), added to --traces; repeatable")
 	return cmd
+}
+
+// evalFlags holds the flags that override the config's eval section.
+type evalFlags struct {
+	policies, traces        []string
+	seeds, out, nodes, tdir string
+	baseline                string
+	tune                    float64
+	parallelism             int
+	noPaper                 bool
+	timed                   config.TimedEvalConfig
+	generate                []string
+}
+
+func (fl *evalFlags) add(f *pflag.FlagSet) {
+	f.StringSliceVar(&fl.policies, "policies", nil, "policies to compare (comma-separated)")
+	f.StringSliceVar(&fl.traces, "traces", nil, "traces: openb short names or CSV paths (comma-separated)")
+	f.StringVar(&fl.seeds, "seeds", "", "held-out workload seeds, e.g. 49-53 or 49,50,51")
+	f.Float64Var(&fl.tune, "tune", 0, "workload tuning ratio (default 1.3)")
+	f.StringVar(&fl.out, "out", "", "report directory")
+	f.StringVar(&fl.baseline, "baseline", "", "policy the others are compared with seed by seed (default: the first)")
+	f.StringVar(&fl.nodes, "nodes", "", "node list CSV")
+	f.StringVar(&fl.tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
+	intFlag(f, &fl.parallelism, "parallelism", 0, 0, "concurrent runs (default: all CPUs)")
+	markOutput(f, "out", "dir")
+	f.BoolVar(&fl.noPaper, "no-paper", false, "do not overlay the paper's published curves")
+	t := &fl.timed
+	f.StringVar(&t.Kind, "timed", "", "evaluate on timed workloads of this world: "+strings.Join(config.TimedKinds, ", "))
+	f.StringVar(&t.Cluster, "cluster", "", "timed jobs, fungible: GPUs per type, V100:P100:K80 (default 36:36:36)")
+	f.StringVar(&t.ServersGPUs, "servers-gpus", "", "timed jobs: GPUs per server per type (V100:P100:K80); fungible: the server size in GPUs (default 8)")
+	f.Float64Var(&t.Round, "round", 0, "timed jobs, fungible: round length in seconds (default 360)")
+	f.Float64Var(&t.Load, "load", 0, "timed tasks: offered load of the Poisson resampling (default 1.0; 0: the trace's timestamps)")
+	f.IntVar(&t.Tasks, "tasks", 0, "timed tasks: number of arrivals (default 150000)")
+	f.Float64Var(&t.Cap, "cap", 0, "timed tasks: cut run times to this many seconds (default 14400; 0: none)")
+	f.Float64Var(&t.Warmup, "warmup", 0, "timed tasks: seconds from the start left out of the measures (default 14400)")
+	f.StringVar(&t.Queue, "queue", "", "timed tasks: queue discipline (default backfill)")
+	f.StringArrayVar(&fl.generate, "generate", nil, "timed jobs, fungible: a generated workload jobs=N,lam=S[,multigpu] (Gavel's mix, drawn per seed), added to --traces; repeatable")
+}
+
+// apply writes the flags the user set over the config's eval section.
+func (fl *evalFlags) apply(f *pflag.FlagSet, ec *config.EvalConfig) {
+	t := fl.timed
+	set := map[string]func(){
+		"policies":     func() { ec.Policies = splitList(fl.policies) },
+		"traces":       func() { ec.Traces = splitList(fl.traces) },
+		"seeds":        func() { ec.Seeds = fl.seeds },
+		"tune":         func() { ec.Tune = fl.tune },
+		"out":          func() { ec.Out = fl.out },
+		"nodes":        func() { ec.Nodes = fl.nodes },
+		"traces-dir":   func() { ec.TracesDir = fl.tdir },
+		"parallelism":  func() { ec.Parallelism = fl.parallelism },
+		"no-paper":     func() { ec.PaperOverlay = !fl.noPaper },
+		"baseline":     func() { ec.Baseline = fl.baseline },
+		"timed":        func() { ec.Timed.Kind = t.Kind },
+		"cluster":      func() { ec.Timed.Cluster = t.Cluster },
+		"servers-gpus": func() { ec.Timed.ServersGPUs = t.ServersGPUs },
+		"round":        func() { ec.Timed.Round = t.Round },
+		"load":         func() { ec.Timed.Load = t.Load },
+		"tasks":        func() { ec.Timed.Tasks = t.Tasks },
+		"cap":          func() { ec.Timed.Cap = t.Cap },
+		"warmup":       func() { ec.Timed.Warmup = t.Warmup },
+		"queue":        func() { ec.Timed.Queue = t.Queue },
+	}
+	for name, apply := range set {
+		if f.Changed(name) {
+			apply()
+		}
+	}
+	if f.Changed("generate") { // after --traces, or instead of the default traces
+		if !f.Changed("traces") {
+			ec.Traces = nil
+		}
+		ec.Traces = append(ec.Traces, fl.generate...)
+	}
 }
 
 func runEval(ctx context.Context, opts *evalOptions) error {
