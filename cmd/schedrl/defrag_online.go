@@ -40,10 +40,14 @@ type defragOnlineOptions struct {
 	Placer, Queue         string
 	Registry              config.RegistryConfig // where MODEL@ALIAS resolves
 	Online                online.Config
-	Series                string // time-series CSV to write ("" none), every SeriesStep seconds
-	SeriesStep            float64
-	JSON                  bool
-	Out                   io.Writer
+	// Pooled measures the idealised bound instead of a method: the same arrivals on one pool of
+	// the cluster's GPUs, where a task starts whenever the cluster's free GPUs suffice
+	// (tasks.RunPooled).
+	Pooled     bool
+	Series     string // time-series CSV to write ("" none), every SeriesStep seconds
+	SeriesStep float64
+	JSON       bool
+	Out        io.Writer
 }
 
 func defaultDefragOnlineOptions() defragOnlineOptions {
@@ -126,6 +130,7 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.IntVar(&o.Online.CapPerHour, "cap-per-hour", o.Online.CapPerHour, "migrations started in any hour")
 	f.Float64Var(&o.Online.DowntimeBase, "downtime-base", o.Online.DowntimeBase, "downtime a of a migration (seconds)")
 	f.Float64Var(&o.Online.DowntimePerGPU, "downtime-per-gpu", o.Online.DowntimePerGPU, "downtime b per GPU of the moved task (seconds)")
+	f.BoolVar(&o.Pooled, "pooled", false, "measure the bound instead: one pool of the cluster's GPUs, a task starts whenever the free GPUs suffice (node boundaries ignored)")
 	f.StringVar(&o.Series, "series", "", "time-series CSV to write (allocation, fragment, running, waiting)")
 	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "seconds between series samples")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
@@ -145,6 +150,8 @@ func (o *defragOnlineOptions) validate() error {
 		return fmt.Errorf("warmup: must be in [0, duration %v), got %v", o.Duration, o.Warmup)
 	case o.Cap < 0:
 		return fmt.Errorf("cap: must be >= 0 seconds, got %v", o.Cap)
+	case o.Pooled && (o.Model != "" || !strings.EqualFold(o.Method, "none")):
+		return fmt.Errorf("pooled: a measurement without a defragmenter: give no --method or --model")
 	case o.Series != "" && !(o.SeriesStep > 0):
 		return fmt.Errorf("series-step: must be > 0 seconds, got %v", o.SeriesStep)
 	}
@@ -244,6 +251,13 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if o.Pooled {
+		res, err := tasks.RunPooled(nodes, work.Arrivals, o.Warmup)
+		if err != nil {
+			return fmt.Errorf("defrag online: %w", err)
+		}
+		return o.print(summariseOnline(o, work, res, nil), began)
+	}
 	cfg := tasks.Config{Warmup: o.Warmup, Seed: o.Seed}
 	if o.Series != "" {
 		cfg.SeriesStep = o.SeriesStep
@@ -272,7 +286,11 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 			return fmt.Errorf("defrag online: series: %w", err)
 		}
 	}
-	s := summariseOnline(o, work, res, d)
+	return o.print(summariseOnline(o, work, res, d), began)
+}
+
+// print writes the summary, as JSON with --json.
+func (o *defragOnlineOptions) print(s defragOnlineSummary, began time.Time) error {
 	s.WallSeconds = time.Since(began).Seconds()
 	if o.JSON {
 		enc := json.NewEncoder(o.Out)
@@ -293,8 +311,11 @@ func summariseOnline(o *defragOnlineOptions, w *tasks.Workload, r *tasks.Result,
 	delays, jct := r.Delays(), r.Completion()
 	whole := r.DelayStats(func(a tasks.Arrival) bool { return a.Task.NumGPU > 0 && !a.Task.Sharing() })
 	method := o.Method
-	if o.Model != "" {
+	switch {
+	case o.Model != "":
 		method = "model:" + o.Model
+	case o.Pooled:
+		method = "pooled"
 	}
 	s := defragOnlineSummary{Method: method, Load: o.Load, OfferedLoad: w.OfferedLoad, Seed: o.Seed, Tasks: delays["all"].Tasks,
 		GPUDelayMean: delays[tasks.ClassGPU].Mean, GPUDelayP95: delays[tasks.ClassGPU].P95,
