@@ -91,6 +91,7 @@ type world struct {
 
 	waitMilli  int64   // GPU milli asked for by the waiting tasks
 	pendingInt float64 // over the window, milli-GPU x s
+	pendingAll float64 // over the whole run, milli-GPU x s
 	hook       hookState
 }
 
@@ -170,6 +171,7 @@ func (w *world) advance(t float64) {
 	_, _, used := w.c.Used()
 	u, f := float64(used), w.c.ClusterFrag()
 	w.usedInt += u * (t - w.last)
+	w.pendingAll += float64(w.waitMilli) * (t - w.last)
 	if lo, hi := max(w.last, w.winStart), min(t, w.winEnd); hi > lo {
 		w.allocInt += u * (hi - lo)
 		w.fragInt += f * (hi - lo)
