@@ -104,6 +104,7 @@ func (v *View) Migrate(task string, to sim.Choice, downtime float64) error {
 	}
 	w.res.Migrations++
 	w.res.DowntimeS += downtime
+	w.res.DowntimeGPUSeconds += downtime * float64(p.Task.TotalGPUMilli()) / sim.MilliPerGPU
 	return nil
 }
 
