@@ -2,12 +2,13 @@
 # Runs every online defragmentation method on the held-out timelines (offered loads 0.9 and 1.1,
 # pod lists default and gpushare60, seeds 101-103) and prints the table of docs/defrag-online.md.
 # With MODEL=CKPT|MODEL@ALIAS the trained agent runs too, as method "agent" (--model).
-# Usage: [MODEL=runs/defrag-online-ppo] scripts/defrag-online-table.sh [BIN] [OUTDIR]
+# METHODS="..." runs only those (the others' runs already in OUTDIR are kept and tabled).
+# Usage: [MODEL=runs/defrag-online-ppo] [METHODS="make-room agent"] scripts/defrag-online-table.sh [BIN] [OUTDIR]
 set -euo pipefail
 bin=${1:-bin/schedrl}
 out=${2:-runs/defrag-online}
 mkdir -p "$out"
-methods="none greedy cos-sim frag-one-pod frag-multi-pod high-node-utilization make-room${MODEL:+ agent}"
+methods=${METHODS:-"none greedy cos-sim frag-one-pod frag-multi-pod high-node-utilization make-room${MODEL:+ agent}"}
 export MODEL=${MODEL:-}
 for pods in default gpushare60; do for load in 0.9 1.1; do for seed in 101 102 103; do for m in $methods; do
   echo "$pods $load $seed $m"

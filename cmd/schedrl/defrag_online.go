@@ -264,7 +264,7 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 		return o.print(summariseOnline(o, w.Workload, res, nil), began)
 	}
 	if o.Demos != "" {
-		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, fmt.Sprintf("load%g-seed%d", o.Load, o.Seed))
+		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, fmt.Sprintf("%s-load%g-seed%d", strings.TrimSuffix(filepath.Base(o.Pods), ".csv"), o.Load, o.Seed))
 		if err != nil {
 			return fmt.Errorf("defrag online: demos: %w", err)
 		}
