@@ -50,6 +50,7 @@ func TestDefragOnlineRefusesBadKeys(t *testing.T) {
 		"every_s":      func(o *defragOnlineOptions) { o.Online.Every = -5 },
 		"head_wait_s":  func(o *defragOnlineOptions) { o.Online.HeadWait = -1 },
 		"warmup":       func(o *defragOnlineOptions) { o.Warmup = o.Duration },
+		"demos":        func(o *defragOnlineOptions) { o.Demos, o.Method = "logs", "none" },
 	} {
 		o := onlineOptions("greedy")
 		o.Pods = "missing.csv"

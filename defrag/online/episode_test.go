@@ -3,6 +3,7 @@ package online
 import (
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -136,4 +137,37 @@ func TestEpisodeCloseStopsTheWorld(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("%d goroutines after Close, %d before the episode", runtime.NumGoroutine(), before)
+}
+
+// An episode is a pure function of its timeline and actions: the same choices give the same
+// rewards step by step.
+func TestEpisodeIsDeterministic(t *testing.T) {
+	tl, cfg := smallTimeline(t)
+	tl.Duration = 3600
+	tl.Warmup = 900
+	base, err := RunBaseline(tl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rewards := func() []float64 {
+		e, err := NewEpisode(tl, cfg, env.DefragOptions{RewardFragment: 1, MigrationCost: 0.1}, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []float64
+		var obs env.Observation
+		for !e.Done() {
+			e.Observe(&obs)
+			r, err := e.Step(env.Action{Candidate: first(&obs)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.Reward)
+		}
+		return out
+	}
+	a, b := rewards(), rewards()
+	if len(a) == 0 || !slices.Equal(a, b) {
+		t.Errorf("two runs: %d and %d steps, rewards differ: %v vs %v", len(a), len(b), a, b)
+	}
 }
