@@ -159,8 +159,8 @@ func Best(pr Problem, planner Planner, k int, seed uint64) (Plan, error) {
 	return best, nil
 }
 
-// migrationOf describes moving p to ch on c.
-func migrationOf(c *sim.Cluster, p sim.Placement, to sim.Choice) Migration {
+// MigrationOf describes moving p to ch on c (p is where the task is before the move).
+func MigrationOf(c *sim.Cluster, p sim.Placement, to sim.Choice) Migration {
 	return Migration{Task: p.Task.Name, FromNode: c.Node(p.Choice.Node).Name, FromGPUs: p.Choice.GPUs.Indices(),
 		ToNode: c.Node(to.Node).Name, ToGPUs: to.GPUs.Indices()}
 }
@@ -204,7 +204,7 @@ func order(c *sim.Cluster, moves []policy.Move) []Migration {
 			if c.Migrate(m.Task, m.To) != nil {
 				continue
 			}
-			out = append(out, migrationOf(c, p, m.To))
+			out = append(out, MigrationOf(c, p, m.To))
 			left = slices.Delete(left, k, k+1)
 			k--
 			progress = true
@@ -248,7 +248,7 @@ func (a Agent) Propose(pr Problem, _ int, rng *rand.Rand) ([]Migration, error) {
 			return nil, fmt.Errorf("%s: %w", a.Label, err)
 		}
 		if stage == 1 {
-			ms = append(ms, migrationOf(c, picked, res.Choice))
+			ms = append(ms, MigrationOf(c, picked, res.Choice))
 		}
 	}
 	return ms, nil

@@ -172,6 +172,8 @@ type defragMeans struct {
 	PendingGPUs     float64 `json:"pending_gpus_placed"`
 	Migrations      float64 `json:"migrations"`
 	Reward          float64 `json:"reward"`
+	// WholeGPUDelay is a defrag-online evaluation's mean queueing delay of whole-GPU tasks.
+	WholeGPUDelay float64 `json:"whole_gpu_queue_delay_mean_s,omitempty"`
 }
 
 // evaluate plans every held-out state with the network, greedy decoding (K = 1), one state

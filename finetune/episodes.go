@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
@@ -62,8 +63,11 @@ type episode interface {
 
 // newSource builds the episode source of the configured environment.
 func newSource(cfg config.Config) (episodeSource, error) {
-	if cfg.Finetune.Env == env.DefragName {
+	switch cfg.Finetune.Env {
+	case env.DefragName:
 		return newDefragEpisodes(cfg)
+	case online.EnvName:
+		return newOnlineEpisodes(cfg)
 	}
 	return newEpisodes(cfg.Finetune)
 }

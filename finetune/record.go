@@ -87,8 +87,12 @@ func (r *record) setHeldOut(h heldOut) {
 
 // fields are the means by their record names (held_out_ dropped).
 func (m defragMeans) fields() map[string]float64 {
-	return map[string]float64{"frag_ratio_pct_before": m.FragRatioBefore, "frag_ratio_pct": m.FragRatioAfter,
+	f := map[string]float64{"frag_ratio_pct_before": m.FragRatioBefore, "frag_ratio_pct": m.FragRatioAfter,
 		"pending_placed": m.PendingPlaced, "pending_gpus_placed": m.PendingGPUs, "migrations": m.Migrations, "reward": m.Reward}
+	if m.WholeGPUDelay != 0 {
+		f["whole_gpu_queue_delay_mean_s"] = m.WholeGPUDelay
+	}
+	return f
 }
 
 // logArgs are a held-out evaluation's means for the log.
@@ -98,7 +102,8 @@ func (h heldOut) logArgs() []any {
 	}
 	m := h.Defrag.Mean
 	return []any{"frag_ratio_pct_before", m.FragRatioBefore, "frag_ratio_pct_after", m.FragRatioAfter,
-		"pending_placed", m.PendingPlaced, "pending_gpus_placed", m.PendingGPUs, "migrations", m.Migrations, "reward", m.Reward}
+		"pending_placed", m.PendingPlaced, "pending_gpus_placed", m.PendingGPUs, "migrations", m.Migrations, "reward", m.Reward,
+		"whole_gpu_queue_delay_mean_s", m.WholeGPUDelay}
 }
 
 func finite(x float64) *float64 {

@@ -80,6 +80,10 @@ func (p *pool) start(s *slot, d Draw, actions []int32) error {
 	if err != nil {
 		return err
 	}
+	// An episode left unfinished may hold a world's goroutine (defrag-online): stop it.
+	if c, ok := s.ep.(interface{ Close() }); ok {
+		c.Close()
+	}
 	// Buffers stay: the rollout's samples still refer to rows' numbering.
 	s.draw, s.ep, s.ret = d, ep, 0
 	for k, a := range actions {

@@ -52,6 +52,10 @@ func class(a Arrival) string {
 	}
 }
 
+// WholeGPU reports a task that asks for one or more whole GPUs (the one-gpu and multi-gpu
+// classes): the tasks fragmentation makes wait.
+func WholeGPU(a Arrival) bool { return a.Task.NumGPU > 0 && !a.Task.Sharing() }
+
 // Measured lists the tasks that count: arrived at or after the warm-up and not rejected.
 func (r *Result) Measured() []int {
 	var out []int

@@ -62,10 +62,14 @@ type Result struct {
 	// PendingGPUHours is the GPU-time the waiting tasks asked for while waiting, over the
 	// window (GPU-hours).
 	PendingGPUHours float64
+	// QueuedGPUSeconds is the same integral over the whole run (GPU-seconds): what
+	// defrag-online rewards are measured in.
+	QueuedGPUSeconds float64
 	// Migrations counts the migrations started by the defragmenter; DowntimeS is their total
-	// downtime (seconds).
-	Migrations int
-	DowntimeS  float64
+	// downtime (seconds), DowntimeGPUSeconds the downtime times each task's GPUs.
+	Migrations         int
+	DowntimeS          float64
+	DowntimeGPUSeconds float64
 }
 
 type world struct {
@@ -91,6 +95,7 @@ type world struct {
 
 	waitMilli  int64   // GPU milli asked for by the waiting tasks
 	pendingInt float64 // over the window, milli-GPU x s
+	pendingAll float64 // over the whole run, milli-GPU x s
 	hook       hookState
 }
 
@@ -159,6 +164,7 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 		r.FragGPUMean = w.fragInt / (sim.MilliPerGPU * span)
 	}
 	r.PendingGPUHours = w.pendingInt / (sim.MilliPerGPU * 3600)
+	r.QueuedGPUSeconds = w.pendingAll / sim.MilliPerGPU
 	if r.Makespan > 0 {
 		r.Utilization = w.usedInt / (w.capGPU * r.Makespan)
 	}
@@ -170,6 +176,7 @@ func (w *world) advance(t float64) {
 	_, _, used := w.c.Used()
 	u, f := float64(used), w.c.ClusterFrag()
 	w.usedInt += u * (t - w.last)
+	w.pendingAll += float64(w.waitMilli) * (t - w.last)
 	if lo, hi := max(w.last, w.winStart), min(t, w.winEnd); hi > lo {
 		w.allocInt += u * (hi - lo)
 		w.fragInt += f * (hi - lo)

@@ -40,10 +40,17 @@ type defragOnlineOptions struct {
 	Placer, Queue         string
 	Registry              config.RegistryConfig // where MODEL@ALIAS resolves
 	Online                online.Config
-	Series                string // time-series CSV to write ("" none), every SeriesStep seconds
-	SeriesStep            float64
-	JSON                  bool
-	Out                   io.Writer
+	// Pooled measures the idealised bound instead of a method: the same arrivals on one pool of
+	// the cluster's GPUs, where a task starts whenever the cluster's free GPUs suffice
+	// (tasks.RunPooled).
+	Pooled bool
+	// Demos, when set, runs Method and writes each invocation as a migration log in this
+	// directory (online.Demos) instead of printing the summary.
+	Demos      string
+	Series     string // time-series CSV to write ("" none), every SeriesStep seconds
+	SeriesStep float64
+	JSON       bool
+	Out        io.Writer
 }
 
 func defaultDefragOnlineOptions() defragOnlineOptions {
@@ -126,6 +133,8 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.IntVar(&o.Online.CapPerHour, "cap-per-hour", o.Online.CapPerHour, "migrations started in any hour")
 	f.Float64Var(&o.Online.DowntimeBase, "downtime-base", o.Online.DowntimeBase, "downtime a of a migration (seconds)")
 	f.Float64Var(&o.Online.DowntimePerGPU, "downtime-per-gpu", o.Online.DowntimePerGPU, "downtime b per GPU of the moved task (seconds)")
+	f.BoolVar(&o.Pooled, "pooled", false, "measure the bound instead: one pool of the cluster's GPUs, a task starts whenever the free GPUs suffice (node boundaries ignored)")
+	f.StringVar(&o.Demos, "demos", "", "write each invocation of --method as a migration log in this directory (BC demonstrations for datasets build --env defrag) instead of printing")
 	f.StringVar(&o.Series, "series", "", "time-series CSV to write (allocation, fragment, running, waiting)")
 	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "seconds between series samples")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
@@ -145,6 +154,10 @@ func (o *defragOnlineOptions) validate() error {
 		return fmt.Errorf("warmup: must be in [0, duration %v), got %v", o.Duration, o.Warmup)
 	case o.Cap < 0:
 		return fmt.Errorf("cap: must be >= 0 seconds, got %v", o.Cap)
+	case o.Pooled && (o.Model != "" || !strings.EqualFold(o.Method, "none")):
+		return fmt.Errorf("pooled: a measurement without a defragmenter: give no --method or --model")
+	case o.Demos != "" && (o.Model != "" || strings.EqualFold(o.Method, "none")):
+		return fmt.Errorf("demos: demonstrations record a --method (make-room, greedy, ...)")
 	case o.Series != "" && !(o.SeriesStep > 0):
 		return fmt.Errorf("series-step: must be > 0 seconds, got %v", o.SeriesStep)
 	}
@@ -169,8 +182,7 @@ func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, erro
 		if err != nil {
 			return nil, err
 		}
-		d := config.Default().Defrag
-		return online.FromDefrag(p, env.DefragOptions{RewardFragment: d.RewardFragment, RewardPending: d.RewardPending, MigrationCost: d.MigrationCost}), nil
+		return online.FromDefrag(p, o.demoOptions()), nil
 	}
 	if strings.EqualFold(o.Method, "none") {
 		return nil, nil
@@ -198,6 +210,30 @@ func (o *defragOnlineOptions) pull(ctx context.Context) (string, error) {
 	return dir, nil
 }
 
+// timeline reads the node and pod lists into the run's timeline.
+func (o *defragOnlineOptions) timeline() (online.Timeline, error) {
+	nodes, err := sim.LoadNodes(o.Nodes)
+	if err != nil {
+		return online.Timeline{}, fmt.Errorf("nodes: %w", err)
+	}
+	trace, err := sim.LoadTasks(o.Pods)
+	if err != nil {
+		return online.Timeline{}, fmt.Errorf("pods: %w", err)
+	}
+	model, err := sim.TypicalShapes(trace, 0.95)
+	if err != nil {
+		return online.Timeline{}, fmt.Errorf("%s: %w", o.Pods, err)
+	}
+	return online.Timeline{Nodes: nodes, Trace: trace, Model: model, Load: o.Load, Seed: o.Seed, Duration: o.Duration,
+		Warmup: o.Warmup, Cap: o.Cap, Placer: o.Placer, Queue: o.Queue}, nil
+}
+
+// demoOptions are the defrag reward weights the demonstration logs' plans are measured with.
+func (o *defragOnlineOptions) demoOptions() env.DefragOptions {
+	d := config.Default().Defrag
+	return env.DefragOptions{RewardFragment: d.RewardFragment, RewardPending: d.RewardPending, MigrationCost: d.MigrationCost}
+}
+
 // runDefragOnline builds the cluster and workload, runs them with the defragmenter and prints
 // the summary.
 func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
@@ -205,57 +241,49 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 	if err := o.validate(); err != nil {
 		return fmt.Errorf("defrag online: %w", err)
 	}
-	placer, err := policy.NewPlacer(o.Placer)
-	if err != nil {
-		return fmt.Errorf("defrag online: placer: %w", err)
-	}
-	queue, err := tasks.NewQueue(o.Queue)
-	if err != nil {
-		return fmt.Errorf("defrag online: queue: %w", err)
-	}
 	planner, err := o.planner(ctx)
 	if err != nil {
 		return fmt.Errorf("defrag online: method: %w", err)
 	}
-	nodes, err := sim.LoadNodes(o.Nodes)
+	tl, err := o.timeline()
 	if err != nil {
-		return fmt.Errorf("defrag online: nodes: %w", err)
+		return fmt.Errorf("defrag online: %w", err)
 	}
-	trace, err := sim.LoadTasks(o.Pods)
-	if err != nil {
-		return fmt.Errorf("defrag online: pods: %w", err)
-	}
-	model, err := sim.TypicalShapes(trace, 0.95)
-	if err != nil {
-		return fmt.Errorf("defrag online: %s: %w", o.Pods, err)
-	}
-	c, err := sim.NewCluster(nodes, model)
-	if err != nil {
-		return fmt.Errorf("defrag online: %s: %w", o.Nodes, err)
-	}
-	if err := c.SetTieOrder(sim.SeededTieOrder(len(nodes), o.Seed)); err != nil {
-		return err
-	}
-	_, _, capGPU := c.Capacity()
-	work, err := tasks.NewWorkload(trace, capGPU, tasks.WorkloadConfig{Load: o.Load, Seed: o.Seed, Cap: o.Cap, Duration: o.Duration})
+	w, err := tl.Build()
 	if err != nil {
 		return fmt.Errorf("defrag online: %s: %w", o.Pods, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	cfg := tasks.Config{Warmup: o.Warmup, Seed: o.Seed}
-	if o.Series != "" {
-		cfg.SeriesStep = o.SeriesStep
-	}
-	var d *online.Defragmenter
-	if planner != nil {
-		if d, err = online.New(o.Online, planner, placer, o.Seed); err != nil {
+	if o.Pooled {
+		res, err := tasks.RunPooled(tl.Nodes, w.Workload.Arrivals, o.Warmup)
+		if err != nil {
 			return fmt.Errorf("defrag online: %w", err)
 		}
-		cfg.Defrag = d
+		return o.print(summariseOnline(o, w.Workload, res, nil), began)
 	}
-	res, err := tasks.Run(c, placer, queue, work.Arrivals, cfg, nil)
+	if o.Demos != "" {
+		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, fmt.Sprintf("%s-load%g-seed%d", strings.TrimSuffix(filepath.Base(o.Pods), ".csv"), o.Load, o.Seed))
+		if err != nil {
+			return fmt.Errorf("defrag online: demos: %w", err)
+		}
+		fmt.Fprintf(o.Out, "%d invocations of %s logged in %s\n", len(logs), o.Method, o.Demos)
+		return nil
+	}
+	var seriesStep float64
+	if o.Series != "" {
+		seriesStep = o.SeriesStep
+	}
+	var d *online.Defragmenter
+	var hook tasks.Defragmenter
+	if planner != nil {
+		if d, err = online.New(o.Online, planner, w.Placer, o.Seed); err != nil {
+			return fmt.Errorf("defrag online: %w", err)
+		}
+		hook = d
+	}
+	res, err := w.Run(tl, hook, seriesStep)
 	if err != nil {
 		return fmt.Errorf("defrag online: %w", err)
 	}
@@ -272,7 +300,11 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 			return fmt.Errorf("defrag online: series: %w", err)
 		}
 	}
-	s := summariseOnline(o, work, res, d)
+	return o.print(summariseOnline(o, w.Workload, res, d), began)
+}
+
+// print writes the summary, as JSON with --json.
+func (o *defragOnlineOptions) print(s defragOnlineSummary, began time.Time) error {
 	s.WallSeconds = time.Since(began).Seconds()
 	if o.JSON {
 		enc := json.NewEncoder(o.Out)
@@ -291,10 +323,13 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 
 func summariseOnline(o *defragOnlineOptions, w *tasks.Workload, r *tasks.Result, d *online.Defragmenter) defragOnlineSummary {
 	delays, jct := r.Delays(), r.Completion()
-	whole := r.DelayStats(func(a tasks.Arrival) bool { return a.Task.NumGPU > 0 && !a.Task.Sharing() })
+	whole := r.DelayStats(tasks.WholeGPU)
 	method := o.Method
-	if o.Model != "" {
+	switch {
+	case o.Model != "":
 		method = "model:" + o.Model
+	case o.Pooled:
+		method = "pooled"
 	}
 	s := defragOnlineSummary{Method: method, Load: o.Load, OfferedLoad: w.OfferedLoad, Seed: o.Seed, Tasks: delays["all"].Tasks,
 		GPUDelayMean: delays[tasks.ClassGPU].Mean, GPUDelayP95: delays[tasks.ClassGPU].P95,

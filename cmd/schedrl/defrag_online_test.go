@@ -50,6 +50,7 @@ func TestDefragOnlineRefusesBadKeys(t *testing.T) {
 		"every_s":      func(o *defragOnlineOptions) { o.Online.Every = -5 },
 		"head_wait_s":  func(o *defragOnlineOptions) { o.Online.HeadWait = -1 },
 		"warmup":       func(o *defragOnlineOptions) { o.Warmup = o.Duration },
+		"demos":        func(o *defragOnlineOptions) { o.Demos, o.Method = "logs", "none" },
 	} {
 		o := onlineOptions("greedy")
 		o.Pods = "missing.csv"
@@ -63,5 +64,37 @@ func TestDefragOnlineRefusesBadKeys(t *testing.T) {
 	o.Out = &bytes.Buffer{}
 	if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), "make-room") {
 		t.Errorf("unknown method: %v", err)
+	}
+}
+
+// The pooled cluster (a task starts whenever the cluster's free GPUs suffice) queues whole-GPU
+// tasks no longer than the real cluster with the same arrivals, and runs the same tasks.
+func TestDefragOnlinePooledBound(t *testing.T) {
+	run := func(pooled bool) map[string]any {
+		var out bytes.Buffer
+		o := onlineOptions("none")
+		o.Pooled, o.Out = pooled, &out
+		if err := runDefragOnline(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var got map[string]any
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	real, pooled := run(false), run(true)
+	if pooled["method"] != "pooled" || pooled["tasks"] != real["tasks"] {
+		t.Fatalf("pooled %v (%v tasks), real %v tasks", pooled["method"], pooled["tasks"], real["tasks"])
+	}
+	for _, k := range []string{"whole_gpu_queue_delay_mean_s", "gpu_queue_delay_mean_s"} {
+		if p, r := pooled[k].(float64), real[k].(float64); p > r {
+			t.Errorf("%s: pooled %.1f s > real %.1f s", k, p, r)
+		}
+	}
+	o := onlineOptions("greedy")
+	o.Pooled, o.Out = true, &bytes.Buffer{}
+	if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), "pooled:") {
+		t.Errorf("pooled with a method: %v", err)
 	}
 }

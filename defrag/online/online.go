@@ -79,6 +79,9 @@ type Snapshot struct {
 	Placer  policy.Placer
 	// Fixed reports a task that cannot move now (in downtime, or a reservation).
 	Fixed func(task string) bool
+	// Now is the invocation's time; Queued the GPU-seconds the waiting tasks have queued so
+	// far (tasks.View.PendingGPUSeconds).
+	Now, Queued float64
 }
 
 // Planner proposes at most budget migrations for a snapshot, each feasible when made in order.
@@ -150,7 +153,7 @@ func (d *Defragmenter) Invoke(v *tasks.View) (float64, error) {
 	if budget <= 0 {
 		return next, nil
 	}
-	s := Snapshot{Cluster: v.Cluster().Clone(), Placer: d.placer, Fixed: v.Migrating}
+	s := Snapshot{Cluster: v.Cluster().Clone(), Placer: d.placer, Fixed: v.Migrating, Now: now, Queued: v.PendingGPUSeconds()}
 	for _, i := range waiting[:min(len(waiting), maxPending)] {
 		s.Waiting = append(s.Waiting, v.Arrival(i).Task)
 	}

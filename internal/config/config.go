@@ -28,6 +28,8 @@ type Config struct {
 	Registry RegistryConfig `mapstructure:"registry" yaml:"registry"`
 	Pipeline PipelineConfig `mapstructure:"pipeline" yaml:"pipeline"`
 	Defrag   DefragConfig   `mapstructure:"defrag" yaml:"defrag"`
+	// DefragOnline is the defrag-online environment's section.
+	DefragOnline DefragOnlineConfig `mapstructure:"defrag_online" yaml:"defrag_online"`
 }
 
 // Section is implemented by section types that have defaults (through a pointer) and rules.

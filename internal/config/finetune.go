@@ -16,7 +16,8 @@ type FinetuneConfig struct {
 	Out string `mapstructure:"out" yaml:"out"`
 	// Env is the environment trained in: placement (episodes are arrival sequences) or defrag
 	// (episodes are migration plans on fragmented starting states made with the defrag
-	// section's departures, max_pending and placer; budget and reward weights from there too).
+	// section's departures, max_pending and placer; budget and reward weights from there too)
+	// or defrag-online (episodes are timelines of the online world, the defrag_online section).
 	Env string `mapstructure:"env" yaml:"env"`
 
 	// Episode mix: each episode draws a trace, a seed and a cluster size uniformly from these.
@@ -143,8 +144,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("from: name a checkpoint directory or none")
 	case c.Out == "":
 		return fmt.Errorf("out: must name a directory")
-	case c.Env != "placement" && c.Env != "defrag":
-		return fmt.Errorf("env: must be placement or defrag, got %q", c.Env)
+	case c.Env != "placement" && c.Env != "defrag" && c.Env != "defrag-online":
+		return fmt.Errorf("env: must be placement, defrag or defrag-online, got %q", c.Env)
 	case c.Nodes == "":
 		return fmt.Errorf("nodes: must name a node list CSV")
 	case len(c.Traces) == 0:
@@ -161,8 +162,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("reward_fragment: must be >= 0, got %g", c.RewardFragment)
 	case c.Candidates != "feasible" && c.Candidates != "fgd-best":
 		return fmt.Errorf("candidates: must be feasible or fgd-best, got %q", c.Candidates)
-	case c.Env == "defrag" && c.Candidates != "feasible":
-		return fmt.Errorf("candidates: %s narrows placement decisions; env defrag takes feasible", c.Candidates)
+	case c.Env != "placement" && c.Candidates != "feasible":
+		return fmt.Errorf("candidates: %s narrows placement decisions; env %s takes feasible", c.Candidates, c.Env)
 	case c.NumEnvs < 1:
 		return fmt.Errorf("num_envs: must be >= 1, got %d", c.NumEnvs)
 	case c.RolloutSteps < 1:

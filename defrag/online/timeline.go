@@ -1,0 +1,63 @@
+package online
+
+import (
+	"fmt"
+
+	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/tasks"
+)
+
+// Timeline is one run of the online world: the node list, the pod list (the tasks and their
+// run times), the offered load and the seed of the Poisson arrivals and the tie order, the
+// arrival horizon, the unmeasured warm-up and the run-time cap, and the placer and queue.
+// `schedrl defrag online`, the demonstrations and the defrag-online episodes all build their
+// world from one, so a timeline named by the same values is the same world everywhere.
+type Timeline struct {
+	Nodes                 []sim.Node
+	Trace                 []sim.Task
+	Model                 *sim.FragModel // the trace's typical shapes (fragment measure)
+	Load                  float64
+	Seed                  uint64
+	Duration, Warmup, Cap float64
+	Placer, Queue         string
+}
+
+// World is a timeline's empty cluster (its seeded tie order set), arrivals, placer and queue.
+type World struct {
+	Cluster  *sim.Cluster
+	Workload *tasks.Workload
+	Placer   policy.Placer
+	Queue    tasks.Queue
+}
+
+// Build makes the timeline's world.
+func (tl Timeline) Build() (*World, error) {
+	placer, err := policy.NewPlacer(tl.Placer)
+	if err != nil {
+		return nil, fmt.Errorf("placer: %w", err)
+	}
+	q, err := tasks.NewQueue(tl.Queue)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	c, err := sim.NewCluster(tl.Nodes, tl.Model)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.SetTieOrder(sim.SeededTieOrder(len(tl.Nodes), tl.Seed)); err != nil {
+		return nil, err
+	}
+	_, _, capGPU := c.Capacity()
+	work, err := tasks.NewWorkload(tl.Trace, capGPU, tasks.WorkloadConfig{Load: tl.Load, Seed: tl.Seed, Cap: tl.Cap, Duration: tl.Duration})
+	if err != nil {
+		return nil, err
+	}
+	return &World{Cluster: c, Workload: work, Placer: placer, Queue: q}, nil
+}
+
+// Run runs the world with defragmenter d (nil: none) and the time series every seriesStep
+// seconds (0: none).
+func (w *World) Run(tl Timeline, d tasks.Defragmenter, seriesStep float64) (*tasks.Result, error) {
+	return tasks.Run(w.Cluster, w.Placer, w.Queue, w.Workload.Arrivals, tasks.Config{Warmup: tl.Warmup, Seed: tl.Seed, SeriesStep: seriesStep, Defrag: d}, nil)
+}
