@@ -15,8 +15,11 @@ import (
 type RunConfig struct {
 	Rule  Rule        // allocates each round's queue
 	Order jobs.Policy // orders each round's queue: any of jobs' policies (fifo, srtf, tiresias-las, ...)
-	Round float64     // round length in seconds; 0 means 360, as in jobs
-	Log   bool        // keep every change to the cluster in Result.Log
+	// Policy, when set, allocates each round instead of Rule, from every present job's state;
+	// Rule then only checks up front that each job fits the empty cluster (Fixed when nil).
+	Policy RoundPolicy
+	Round  float64 // round length in seconds; 0 means 360, as in jobs
+	Log    bool    // keep every change to the cluster in Result.Log
 }
 
 // Event is one change to the cluster at a time: a round's plan (Start, Resize) at its boundary,
@@ -64,13 +67,18 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if err := checkWork(c, m, work, cfg.Rule); err != nil {
+	check := cfg.Rule
+	if check == nil && cfg.Policy != nil {
+		check = Fixed
+	}
+	if err := checkWork(c, m, work, check); err != nil {
 		return Result{}, err
 	}
 	res := Result{JCT: make([]float64, len(work))}
 	now, next, left := work[0].Arrival, 0, len(work)
 	var present []*running
 	var held []*running
+	var prev *Ledger // the last round's allocations
 	busy := 0.0
 	for left > 0 {
 		for next < len(work) && work[next].Arrival <= now {
@@ -90,7 +98,13 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 			held = held[:0]
 			continue
 		}
-		plan, err := cfg.Rule(NewLedger(c), m, ordered(present, cfg.Order, jc, now, cfg.Round))
+		queue := ordered(present, cfg.Order, jc, now, cfg.Round)
+		var plan Plan
+		if cfg.Policy != nil {
+			plan, err = cfg.Policy.Plan(NewLedger(c), m, roundState(now, present, prev, queue))
+		} else {
+			plan, err = cfg.Rule(NewLedger(c), m, queue)
+		}
 		if err != nil {
 			return Result{}, err
 		}
@@ -98,6 +112,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 			res.log(cfg.Log, now, ch)
 		}
 		held = held[:0]
+		prev = plan.Ledger
 		byID := make(map[int]*running, len(present))
 		for _, r := range present {
 			byID[r.job.ID] = r
@@ -159,6 +174,20 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	slices.Sort(sorted)
 	res.P95JCT = stat.Quantile(0.95, stat.Empirical, sorted, nil)
 	return res, nil
+}
+
+// roundState is the boundary's view for a RoundPolicy: present jobs oldest first, with their
+// allocations in the round before (prev, nil before the first round).
+func roundState(now float64, present []*running, prev *Ledger, queue []Job) RoundState {
+	s := RoundState{Now: now, Present: make([]JobStatus, len(present)), Queue: queue}
+	for i, r := range present {
+		st := JobStatus{Job: r.job, Done: r.state.Done, Attained: r.state.Attained, Waited: now - r.state.LastRan}
+		if prev != nil {
+			st.Prev, st.Held = prev.Get(r.job.ID)
+		}
+		s.Present[i] = st
+	}
+	return s
 }
 
 func release(job int) Change {
