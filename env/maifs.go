@@ -91,13 +91,13 @@ func (o MAIFSOptions) Check() error {
 // MAIFSCand is one candidate of an agent: wait, a whole allocation placed by the decoder (GPU
 // type, count, CPUs and GB per GPU), or sharing the GPUs of another agent of the window.
 type MAIFSCand struct {
-	Wait       bool
-	GPUType    string // "" for a partner candidate: the partner's type, known once it holds GPUs
-	GPUs       int
-	CPUs, Mem  float64
-	Partner    int     // agent index of the partner, -1 for none
-	Speed      float64 // measured steps/s (a partner candidate: on the first type the pair can share)
-	Feasible   bool    // it fits the ledger the round starts from
+	Wait      bool
+	GPUType   string // "" for a partner candidate: the partner's type, known once it holds GPUs
+	GPUs      int
+	CPUs, Mem float64
+	Partner   int     // agent index of the partner, -1 for none
+	Speed     float64 // measured steps/s (a partner candidate: on the first type the pair can share)
+	Feasible  bool    // it fits the ledger the round starts from
 
 	resource     float64 // Synergy's factor at CPUs and Mem
 	partnerKeeps float64 // the partner's paired over alone speed
