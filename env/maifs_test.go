@@ -5,52 +5,23 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/fungibletest"
 	"github.com/schedrl/schedrl/jobs"
 )
 
-func gavelModel(t testing.TB) fungible.SpeedModel {
-	t.Helper()
-	table, err := jobs.LoadThroughputs(repotest.Data("gavel", "simulation_throughputs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := fungible.LoadProfiles(repotest.Data("synergy", "profiles.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sens, err := fungible.LoadSensitivity(repotest.Data("fungible", "gavel_synergy_models.csv"), prof)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}
-}
+func gavelModel(t testing.TB) fungible.SpeedModel { return fungibletest.Model(t) }
 
 func maifsWorld(t testing.TB, spec string, jobsN int, lam float64, seed uint64) (*MAIFS, []fungible.Job) {
 	t.Helper()
-	m := gavelModel(t)
-	c, err := fungible.NewMixCluster(spec, fungible.ServerGPUs)
+	m := fungibletest.Model(t)
+	e, err := NewMAIFS(fungibletest.Cluster(t, spec), m, MAIFSOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewMAIFS(c, m, MAIFSOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), fungible.WorkloadConfig{Jobs: jobsN, Interarrival: lam, MultiGPU: true, Seed: seed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e, work
+	return e, fungibletest.Work(t, m, jobsN, lam, seed)
 }
 
-func srtf(t testing.TB) jobs.Policy {
-	p, err := jobs.NewPolicy("srtf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+func srtf(t testing.TB) jobs.Policy { return fungibletest.Order(t, "srtf") }
 
 // randScorer draws every score uniformly from a seeded stream.
 type randScorer struct{ rng *rand.Rand }

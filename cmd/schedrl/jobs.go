@@ -17,6 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -38,6 +39,7 @@ type jobsOptions struct {
 	Seed        uint64
 	Compat      string
 	JSON        bool
+	Config      config.Config // device and registry, for a multi-agent checkpoint policy
 }
 
 // jobsSummary is the --json object.
@@ -79,7 +81,11 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Out = cmd.OutOrStdout()
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
 			return runF(cmd.Context(), opts)
 		},
 	}
@@ -102,6 +108,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
 	f.StringVar(&opts.Compat, "compat", "", "\"gavel\": reproduce Gavel's simulator")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	f.StringVar(&opts.Fungible.Decode, "maifs-decode", "", "fungible world, multi-agent checkpoint policy: decoder, "+strings.Join(maifsDecodes, " or ")+" (the ablation without the coordination graph; default ordered)")
+	config.AddFlags(f, "")
 	addOpenbJobsFlags(f, &opts.Openb)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/jobs"
 )
@@ -24,6 +25,7 @@ type fungibleOptions struct {
 	Order    string
 	Profiles string
 	Mapping  string
+	Decode   string // a multi-agent policy's decoder (maifsDecodes)
 }
 
 // fungibleSummary is the fungible world's --json object.
@@ -44,6 +46,9 @@ type fungibleSummary struct {
 	Rounds      int       `json:"rounds"`
 	WallSeconds float64   `json:"wall_seconds"`
 	JCT         []float64 `json:"jct_s"`
+	// MAIFS sums a multi-agent policy's decision points (coordination edges, the graph-free
+	// decoder's conflicts).
+	MAIFS *env.MAIFSStats `json:"maifs,omitempty"`
 }
 
 // isFungible tells whether the options ask for the fungible world: a fungible rule, or one server
@@ -82,7 +87,13 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	}
 	policy := cmp.Or(opts.Policy, "fifo")
 	ruleName, orderName := "fixed", policy
-	if slices.Contains(fungibleRules, policy) {
+	learned := isLearnedPolicy(policy)
+	if learned {
+		// The order policy only sorts the queue a multi-agent policy is handed beside the jobs.
+		ruleName, orderName = "fixed", cmp.Or(fo.Order, "fifo")
+	} else if fo.Decode != "" {
+		return fmt.Errorf("jobs: --maifs-decode sets the decoder of a multi-agent checkpoint (--policy ckpt:DIR or MODEL@ALIAS), not of %s", policy)
+	} else if slices.Contains(fungibleRules, policy) {
 		ruleName, orderName = policy, cmp.Or(fo.Order, "fifo")
 	} else if fo.Order != "" {
 		return fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
@@ -121,13 +132,27 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 			work = append(work, fungible.Job{ID: j.Index, Type: j.Type.Model, GPUs: j.Type.Scale, Steps: j.Steps, Arrival: j.Arrival})
 		}
 	}
-	res, err := fungible.Run(cluster, m, work, fungible.RunConfig{Rule: rule, Order: order, Round: opts.Round})
+	run := fungible.RunConfig{Rule: rule, Order: order, Round: opts.Round}
+	var mp *env.MAIFSPolicy
+	if learned {
+		var cleanup func()
+		mp, cleanup, err = maifsPolicy(opts.Config, policy, cluster, m, fo.Decode)
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		run.Policy, ruleName = mp, "maifs"
+	}
+	res, err := fungible.Run(cluster, m, work, run)
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", workload, err)
 	}
 	s := fungibleSummary{Workload: workload, Policy: policy, Rule: ruleName, Order: orderName, Cluster: opts.Cluster, ServerGPUs: serverGPUs,
 		Seed: opts.Seed, RoundS: opts.Round, Jobs: len(work), AvgJCT: res.AvgJCT, P95JCT: res.P95JCT, Makespan: res.Makespan,
 		Utilization: res.Utilization, Rounds: res.Rounds, WallSeconds: time.Since(start).Seconds(), JCT: res.JCT}
+	if mp != nil {
+		s.MAIFS = &mp.Stats
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
@@ -140,15 +165,11 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 
 // speedModel is Gavel's table with the Synergy profiles of --profiles through --synergy-map.
 func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel, error) {
-	profiles, err := fungible.LoadProfiles(opts.Fungible.Profiles)
+	m, err := fungible.LoadSpeedModel(table, opts.Fungible.Profiles, opts.Fungible.Mapping)
 	if err != nil {
 		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
 	}
-	sens, err := fungible.LoadSensitivity(opts.Fungible.Mapping, profiles)
-	if err != nil {
-		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
-	}
-	return fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}, nil
+	return m, nil
 }
 
 // generateWork draws --generate's workload with --seed over the mapped job types (Gavel's 26) and

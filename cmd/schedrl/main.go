@@ -34,6 +34,7 @@ func newRootCmd() *cobra.Command {
 		newFinetuneCmd(nil),
 		newEvalCmd(nil),
 		newJobsCmd(nil),
+		newMAIFSCmd(nil),
 		newServeCmd(),
 		newDefragCmd(),
 		newRegistryCmd(),
