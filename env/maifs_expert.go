@@ -12,6 +12,7 @@ import (
 // matching the expert's allocation (0: it waited), and each agent's place in the expert's order
 // (0 first; the agents it did not order come last, oldest first).
 type MAIFSSample struct {
+	State   fungible.RoundState // what Obs was observed from (on the empty ledger of a boundary)
 	Obs     *MAIFSObs
 	Actions []int
 	Rank    []int
@@ -110,6 +111,6 @@ func (r *MAIFSRecorder) Plan(l *fungible.Ledger, m fungible.SpeedModel, s fungib
 	if err != nil {
 		return plan, fmt.Errorf("round at %g s: %w", s.Now, err)
 	}
-	r.Samples = append(r.Samples, MAIFSSample{Obs: o, Actions: actions, Rank: rank})
+	r.Samples = append(r.Samples, MAIFSSample{State: s, Obs: o, Actions: actions, Rank: rank})
 	return plan, nil
 }

@@ -35,6 +35,7 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(nil),
 		newJobsCmd(nil),
 		newMAIFSCmd(nil),
+		newMAIFSEvalCmd(nil),
 		newServeCmd(),
 		newDefragCmd(),
 		newRegistryCmd(),
