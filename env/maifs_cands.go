@@ -1,10 +1,10 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 
 	"github.com/schedrl/schedrl/fungible"
 )
@@ -119,7 +119,7 @@ func (e *MAIFS) candidates(pl *fungible.Placer, agents []fungible.JobStatus, i i
 			mates = append(mates, mate{k, g})
 		}
 	}
-	sort.SliceStable(mates, func(a, b int) bool { return mates[a].g.sum() > mates[b].g.sum() })
+	slices.SortStableFunc(mates, func(a, b mate) int { return cmp.Compare(b.g.sum(), a.g.sum()) })
 	lc, lm := prof.Lowest()
 	low, _ := prof.Factor(lc, lm)
 	for _, mt := range mates[:min(len(mates), e.opts.Partners)] {

@@ -39,6 +39,6 @@ func (pl *Placer) Share(j Job, partner int, cpus, mem float64) (bool, error) {
 
 // Fits reports whether Start would place gpus GPUs of gpuType at cpus and mem per GPU now.
 func (pl *Placer) Fits(gpuType string, gpus int, cpus, mem float64) bool {
-	_, ok := pl.p.place(gpuType, gpus, cpus, mem, nil)
-	return ok
+	_, total := pl.p.candidates(gpuType, milli(cpus), milli(mem), nil)
+	return total >= gpus
 }

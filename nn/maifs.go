@@ -93,7 +93,7 @@ func (n *MAIFSNet) build() {
 		return newLinear(n.VS, &n.params, name, in, out, bias)
 	}
 	att := func(name string) attention {
-		return attention{lin(name+".q", h, h, false), lin(name+".k", h, h, false), lin(name+".v", h, h, false), lin(name+".o", h, h, true)}
+		return attention{lin(name+"_q", h, h, false), lin(name+"_k", h, h, false), lin(name+"_v", h, h, false), lin(name+"_o", h, h, true)}
 	}
 	n.agent1, n.agent2 = lin("agent1", a.AgentDim, h, true), lin("agent2", h, h, true)
 	n.server = lin("server", a.ServerDim, h, true)

@@ -113,7 +113,8 @@ func TestMAIFSNetIsPermutationEquivariantAndMasks(t *testing.T) {
 				t.Fatal("no infeasible candidate on the small cluster: the mask test tests nothing")
 			}
 			a, b := 1, size.n-2
-			swapped, err := sc.ScoreMAIFS(permuted(o, a, b))
+			po := permuted(o, a, b)
+			swapped, err := sc.ScoreMAIFS(po)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,7 +130,7 @@ func TestMAIFSNetIsPermutationEquivariantAndMasks(t *testing.T) {
 					t.Fatalf("attention %v: agent %d's order score moved by %g when agents %d and %d swapped", attention, i, d, a, b)
 				}
 				for k := range o.Cand[i] {
-					x, y := got.Logits[o.CandStart[i]+k], swapped.Logits[swapped.CandStart[j]+k]
+					x, y := got.Logits[o.CandStart[i]+k], swapped.Logits[po.CandStart[j]+k]
 					if math.Abs(float64(x-y)) > 1e-3*max(1, math.Abs(float64(x))) {
 						t.Fatalf("attention %v: agent %d candidate %d: %g, swapped %g", attention, i, k, x, y)
 					}

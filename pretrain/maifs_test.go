@@ -16,7 +16,7 @@ import (
 // expertSamples records TUNE in SRTF order on a generated workload.
 func expertSamples(t *testing.T, e *env.MAIFS, m fungible.SpeedModel, n int, seed uint64) []env.MAIFSSample {
 	t.Helper()
-	rec := &env.MAIFSRecorder{Env: e, Rule: fungible.Tune, Every: 1}
+	rec := &env.MAIFSRecorder{Env: e, Rule: fungible.Tune, Every: 8}
 	work := fungibletest.Work(t, m, n, 400, seed)
 	if _, err := fungible.Run(e.Cluster(), m, work, fungible.RunConfig{Policy: rec, Order: fungibletest.Order(t, "srtf")}); err != nil {
 		t.Fatal(err)
@@ -32,7 +32,7 @@ func TestRunMAIFSClonesTheExpert(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	train, val := expertSamples(t, e, m, 60, 11), expertSamples(t, e, m, 30, 12)
+	train, val := expertSamples(t, e, m, 40, 11), expertSamples(t, e, m, 30, 12)
 	arch := nn.NewMAIFSArch(32, 4, 32, true, e.Options())
 	nn.Seed(5)
 	fresh, err := nn.NewMAIFSNet(arch, gotch.CPU)

@@ -14,7 +14,6 @@ import (
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
-	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 )
 
