@@ -244,7 +244,8 @@ func maifsSample(e *env.MAIFS, rows []MAIFSRow) (env.MAIFSSample, error) {
 		}
 		sample.Actions[i], sample.Rank[i] = int(r.Action), int(r.Rank)
 	}
-	return sample, nil
+	sample.Turn, err = e.TurnMasks(o, sample.Actions, sample.Rank)
+	return sample, err
 }
 
 // checkServers refuses an allocation naming a server or GPU the cluster lacks.

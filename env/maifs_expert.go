@@ -16,6 +16,49 @@ type MAIFSSample struct {
 	Obs     *MAIFSObs
 	Actions []int
 	Rank    []int
+	// Turn is, per agent, which candidates still fit when its turn comes in the expert's order
+	// (TurnMasks): what the decoder lets it choose from, so what cloning masks.
+	Turn [][]bool
+}
+
+// TurnMasks replays an expert's decisions in its order on the empty ledger, placed as the
+// decoder places them, and records, before each agent's turn, which of its candidates fit what
+// the agents before it took (wait always does). The expert's own candidate stays open: where the
+// expert placed earlier jobs on other servers than the replay does (TUNE starts a job at its
+// best case and shrinks it later), it may not fit the replay's ledger, and is then not applied.
+func (e *MAIFS) TurnMasks(o *MAIFSObs, actions, rank []int) ([][]bool, error) {
+	n := o.NumAgents()
+	order := make([]int, n)
+	for i, r := range rank {
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("agent %d: rank %d of %d", i, r, n)
+		}
+		order[r] = i
+	}
+	pl := fungible.NewPlacer(fungible.NewLedger(e.c), e.m)
+	masks := make([][]bool, n)
+	for _, i := range order {
+		j := o.Jobs[i].Job
+		masks[i] = make([]bool, len(o.Cand[i]))
+		for k, c := range o.Cand[i] {
+			switch {
+			case c.Wait:
+				masks[i][k] = true
+			case !c.Feasible:
+			case c.Partner >= 0:
+				masks[i][k] = pl.CanShare(j, o.Jobs[c.Partner].ID, c.CPUs, c.Mem)
+			default:
+				masks[i][k] = pl.Fits(c.GPUType, c.GPUs, c.CPUs, c.Mem)
+			}
+		}
+		if k := actions[i]; k > 0 {
+			masks[i][k] = true
+			if _, err := try(pl, o, i, k); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return masks, nil
 }
 
 // Labels maps an expert's plan onto o's candidates. An allocation matches the candidate of the
@@ -111,6 +154,10 @@ func (r *MAIFSRecorder) Plan(l *fungible.Ledger, m fungible.SpeedModel, s fungib
 	if err != nil {
 		return plan, fmt.Errorf("round at %g s: %w", s.Now, err)
 	}
-	r.Samples = append(r.Samples, MAIFSSample{State: s, Obs: o, Actions: actions, Rank: rank})
+	turn, err := r.Env.TurnMasks(o, actions, rank)
+	if err != nil {
+		return plan, fmt.Errorf("round at %g s: %w", s.Now, err)
+	}
+	r.Samples = append(r.Samples, MAIFSSample{State: s, Obs: o, Actions: actions, Rank: rank, Turn: turn})
 	return plan, nil
 }

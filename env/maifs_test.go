@@ -50,7 +50,8 @@ func oneHot(s MAIFSSample) MAIFSScores {
 
 // The decoder given the expert's labels (in the expert's order) starts exactly the jobs TUNE
 // starts, with the same GPU type, count, CPUs and memory: the candidates can say what the best
-// baseline does, which behaviour cloning rests on.
+// baseline does, which behaviour cloning rests on. Each expert choice is open at its turn, and
+// the turn masks close candidates that earlier agents took.
 func TestMAIFSDecoderReproducesTheExpert(t *testing.T) {
 	e, work := maifsWorld(t, "8:8:8", 120, 600, 3)
 	rec := &MAIFSRecorder{Env: e, Rule: fungible.Tune, Every: 1}
@@ -60,8 +61,21 @@ func TestMAIFSDecoderReproducesTheExpert(t *testing.T) {
 	if len(rec.Samples) < 10 {
 		t.Fatalf("%d samples", len(rec.Samples))
 	}
-	waited, started := 0, 0
+	waited, started, narrowed := 0, 0, 0
 	for si, s := range rec.Samples {
+		for i, k := range s.Actions {
+			if !s.Turn[i][k] {
+				t.Fatalf("sample %d agent %d: the expert's candidate %d is closed at its turn", si, i, k)
+			}
+			for c, open := range s.Turn[i] {
+				if open && !s.Obs.Cand[i][c].Feasible {
+					t.Fatalf("sample %d agent %d: candidate %d open at its turn but infeasible on the empty cluster", si, i, c)
+				}
+				if !open && s.Obs.Cand[i][c].Feasible {
+					narrowed++
+				}
+			}
+		}
 		empty := fungible.NewLedger(e.Cluster())
 		d, err := e.Decode(empty, s.Obs, oneHot(s), true)
 		if err != nil {
@@ -78,8 +92,8 @@ func TestMAIFSDecoderReproducesTheExpert(t *testing.T) {
 			}
 		}
 	}
-	if waited == 0 || started == 0 {
-		t.Fatalf("the workload never made the expert choose: %d waits, %d starts", waited, started)
+	if waited == 0 || started == 0 || narrowed == 0 {
+		t.Fatalf("the workload never made the expert choose: %d waits, %d starts, %d candidates closed by earlier agents", waited, started, narrowed)
 	}
 }
 

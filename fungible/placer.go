@@ -27,14 +27,21 @@ func (pl *Placer) Start(j Job, gpuType string, gpus int, cpus, mem float64) (boo
 // Share starts job j on the GPUs of partner (held, alone) with cpus and mem per GPU; false when
 // the partner holds nothing or already shares, the pair cannot share or the servers lack room.
 func (pl *Placer) Share(j Job, partner int, cpus, mem float64) (bool, error) {
+	if !pl.CanShare(j, partner, cpus, mem) {
+		return false, nil
+	}
+	in, _ := pl.p.l.Get(partner)
+	return true, pl.p.do(Change{Start, alloc(j, in.GPUType, in.Parts, cpus, mem, partner)})
+}
+
+// CanShare reports whether Share would start j on partner's GPUs now.
+func (pl *Placer) CanShare(j Job, partner int, cpus, mem float64) bool {
 	in, ok := pl.p.l.Get(partner)
 	if !ok || in.Partner != NoPartner || !pl.p.m.CanShare(in.GPUType, j.Type, in.JobType, in.GPUCount()) || !pl.p.fitsOn(in.Parts, cpus, mem) {
-		return false, nil
+		return false
 	}
-	if v, ok := pl.p.m.Tput.Alone(in.GPUType, j.Type, in.GPUCount()); !ok || v <= 0 {
-		return false, nil
-	}
-	return true, pl.p.do(Change{Start, alloc(j, in.GPUType, in.Parts, cpus, mem, partner)})
+	v, ok := pl.p.m.Tput.Alone(in.GPUType, j.Type, in.GPUCount())
+	return ok && v > 0
 }
 
 // Fits reports whether Start would place gpus GPUs of gpuType at cpus and mem per GPU now.

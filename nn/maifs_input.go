@@ -80,6 +80,17 @@ func NewMAIFSHost(arch MAIFSArch, obs []*env.MAIFSObs) (*MAIFSHost, error) {
 	return h, nil
 }
 
+// MaskTurns replaces observation b's candidate mask by turn (per agent, the candidates still
+// open at its turn: env.MAIFSSample.Turn), as behaviour cloning masks.
+func (h *MAIFSHost) MaskTurns(b int, turn [][]bool) {
+	for i, m := range turn {
+		base := (b*h.N + i) * h.K
+		for k, ok := range m {
+			h.candOff[base+k] = !ok
+		}
+	}
+}
+
 // Tensors copies the batch to dev, every tensor owned by s.
 func (h *MAIFSHost) Tensors(s *Scope, dev gotch.Device) *MAIFSInput {
 	b, n, sv, k := int64(h.B), int64(h.N), int64(h.S), int64(h.K)

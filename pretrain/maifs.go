@@ -156,6 +156,9 @@ func maifsStep(net *nn.MAIFSNet, opt *nn.Adam, batch []env.MAIFSSample, o MAIFSO
 	if err != nil {
 		return 0, err
 	}
+	for b, s := range batch {
+		h.MaskTurns(b, s.Turn)
+	}
 	var loss float64
 	nn.WithGrad(func() {
 		s := nn.NewScope(o.Dev)
@@ -172,7 +175,8 @@ func maifsStep(net *nn.MAIFSNet, opt *nn.Adam, batch []env.MAIFSSample, o MAIFSO
 }
 
 // MAIFSAgreement is the tie-aware (env.Agrees) and exact agreement of the network's best
-// candidate per agent with the expert's, over samples.
+// candidate per agent, among those still open at its turn in the expert's order (Turn), with
+// the expert's, over samples.
 func MAIFSAgreement(net *nn.MAIFSNet, dev gotch.Device, samples []env.MAIFSSample) (agree, exact float64, err error) {
 	sc := nn.MAIFSScorer{Net: net, Dev: dev}
 	n, a, x := 0, 0, 0
@@ -184,7 +188,7 @@ func MAIFSAgreement(net *nn.MAIFSNet, dev gotch.Device, samples []env.MAIFSSampl
 		for i, want := range s.Actions {
 			base, best := s.Obs.CandStart[i], -1
 			for k, c := range s.Obs.Cand[i] {
-				if c.Feasible && (best < 0 || scores.Logits[base+k] > scores.Logits[base+best]) {
+				if c.Feasible && s.Turn[i][k] && (best < 0 || scores.Logits[base+k] > scores.Logits[base+best]) {
 					best = k
 				}
 			}
