@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
@@ -45,6 +46,7 @@ type maifsOptions struct {
 	OrderWeight float64
 	Seed        int64
 	Dir         string
+	Dataset     string // write the decision points here as Parquet and train from what reads back
 	JSON        bool
 }
 
@@ -109,6 +111,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 	f.Float64Var(&opts.OrderWeight, "order-weight", 1, "weight of the order loss")
 	f.Int64Var(&opts.Seed, "seed", 1, "network initialisation and batch order seed")
 	f.StringVar(&opts.Dir, "out", "", "checkpoint directory (required)")
+	f.StringVar(&opts.Dataset, "dataset", "", "also write the expert's decision points to this directory (maifs-transitions-v1 Parquet) and train from what it reads back")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	return cmd
 }
@@ -143,6 +146,24 @@ func maifsSamples(opts *maifsOptions, e *env.MAIFS, seeds []uint64) ([]env.MAIFS
 		}
 	}
 	return out, nil
+}
+
+// maifsDataset writes the samples to --dataset and reads them back through the environment.
+func maifsDataset(opts *maifsOptions, e *env.MAIFS, train, val []env.MAIFSSample) ([]env.MAIFSSample, []env.MAIFSSample, error) {
+	m := datasets.MAIFSManifest{Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs, Options: e.Options(),
+		Source: map[string]any{"expert": opts.Expert, "order": opts.Order, "generate": opts.Generate, "seeds": opts.Seeds, "val_seeds": opts.ValSeeds, "every": opts.Every}}
+	if err := datasets.WriteMAIFS(opts.Dataset, m, map[string][]env.MAIFSSample{datasets.SplitTrain: train, datasets.SplitVal: val}, false); err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: --dataset: %w", err)
+	}
+	train, err := datasets.ReadMAIFS(opts.Dataset, datasets.SplitTrain, e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: %w", err)
+	}
+	val, err = datasets.ReadMAIFS(opts.Dataset, datasets.SplitVal, e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: %w", err)
+	}
+	return train, val, nil
 }
 
 // runMAIFS is the command without cobra.
@@ -181,6 +202,11 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 	val, err := maifsSamples(opts, e, valSeeds)
 	if err != nil {
 		return err
+	}
+	if opts.Dataset != "" {
+		if train, val, err = maifsDataset(opts, e, train, val); err != nil {
+			return err
+		}
 	}
 	dev, err := nn.Device(opts.Config.Device)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -36,6 +37,27 @@ func maifsBC(t *testing.T, extra func(*maifsOptions)) string {
 		t.Fatalf("summary %+v (%v)\n%s", s, err, out.String())
 	}
 	return dir
+}
+
+// maifs-bc through its Parquet dataset trains the same network as in process: the decision
+// points read back are the ones written.
+func TestMAIFSBCThroughTheDataset(t *testing.T) {
+	ds := filepath.Join(t.TempDir(), "ds")
+	direct, via := maifsBC(t, nil), maifsBC(t, func(o *maifsOptions) { o.Dataset = ds })
+	a, err := os.ReadFile(filepath.Join(direct, "model.ot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(via, "model.ot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("training from the dataset gave other weights than training in process")
+	}
+	if _, err := os.Stat(filepath.Join(ds, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // `schedrl jobs --policy ckpt:DIR` runs a behaviour-cloned multi-agent checkpoint in the
