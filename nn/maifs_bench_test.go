@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sugarme/gotch"
-
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/config"
 )
 
 // BenchmarkMAIFSDecision100Jobs54Servers is the decision-latency target: one scheduling point
@@ -18,8 +18,18 @@ func BenchmarkMAIFSDecision100Jobs54Servers(b *testing.B) {
 	if len(e.Cluster()) != 54 || o.NumAgents() != 100 {
 		b.Fatalf("%d servers, %d agents", len(e.Cluster()), o.NumAgents())
 	}
-	net := testMAIFSNet(b, true)
-	sc := MAIFSScorer{Net: net, Dev: gotch.CPU}
+	// One intra-op thread, as the evaluations run it (--set device.threads=1): a decision is too
+	// small to split, and spare threads only spin against the other work on the cores.
+	dev, err := Device(config.DeviceConfig{Name: "cpu", Threads: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	Seed(3)
+	net, err := NewMAIFSNet(NewMAIFSArch(64, 4, 64, true, env.MAIFSOptions{}), dev) // maifs-bc's default size
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := MAIFSScorer{Net: net, Dev: dev}
 	s := fungible.RoundState{Now: 0, Present: o.Jobs}
 	l := fungible.NewLedger(e.Cluster())
 	var took []time.Duration
