@@ -92,7 +92,7 @@ func (o MAIFSOptions) Check() error {
 // type, count, CPUs and GB per GPU), or sharing the GPUs of another agent of the window.
 type MAIFSCand struct {
 	Wait      bool
-	GPUType   string // "" for a partner candidate: the partner's type, known once it holds GPUs
+	GPUType   string // a partner candidate: the type its features assume (the pair's best); it runs on the partner's
 	GPUs      int
 	CPUs, Mem float64
 	Partner   int     // agent index of the partner, -1 for none
@@ -119,7 +119,8 @@ type MAIFSObs struct {
 // NumAgents is the number of agents.
 func (o *MAIFSObs) NumAgents() int { return len(o.Jobs) }
 
-// MAIFS builds observations over one cluster and speed model.
+// MAIFS builds observations over one cluster and speed model. It caches pair measurements, so
+// one MAIFS serves one goroutine.
 type MAIFS struct {
 	c       fungible.Cluster
 	m       fungible.SpeedModel

@@ -103,7 +103,7 @@ func (e *MAIFS) candidates(pl *fungible.Placer, agents []fungible.JobStatus, i i
 			}
 		}
 	}
-	if e.opts.FixedDemand || e.opts.Partners == 0 {
+	if e.opts.FixedDemand {
 		return out, nil
 	}
 	type mate struct {

@@ -97,7 +97,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
-		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands);"+
+		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" too (the queue policies there hold fixed demands),"+
+		" and a multi-agent checkpoint, ckpt:DIR or MODEL@ALIAS (schedrl maifs-bc);"+
 		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
 	f.StringVar(&opts.Fungible.Generate, "generate", "", "generate Gavel's job mix instead of --trace (both worlds), jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
 	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")
