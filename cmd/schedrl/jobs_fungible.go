@@ -51,11 +51,11 @@ type fungibleSummary struct {
 	MAIFS *env.MAIFSStats `json:"maifs,omitempty"`
 }
 
-// isFungible tells whether the options ask for the fungible world: a fungible rule, or one server
-// size for every type (--servers-gpus 8).
+// isFungible tells whether the options ask for the fungible world: a fungible rule, a
+// multi-agent checkpoint, or one server size for every type (--servers-gpus 8).
 func isFungible(opts *jobsOptions) bool {
 	_, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-	return err == nil || slices.Contains(fungibleRules, opts.Policy)
+	return err == nil || slices.Contains(fungibleRules, opts.Policy) || isLearnedPolicy(opts.Policy)
 }
 
 // runJobsFungible runs a Gavel trace or a generated workload on servers with GPUs, CPUs and memory,

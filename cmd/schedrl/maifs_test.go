@@ -67,6 +67,7 @@ func TestRunJobsMAIFSCheckpoint(t *testing.T) {
 	dir := maifsBC(t, nil)
 	for _, decode := range []string{"", "graph-free"} {
 		opts := fungibleJobsOptions("ckpt:" + dir)
+		opts.ServersGPUs = "" // a checkpoint policy alone selects the fungible world
 		opts.Config = config.Default()
 		opts.Config.Device.Name = "cpu"
 		opts.Cluster, opts.Fungible.Generate, opts.Fungible.Decode, opts.Seed = "8:8:8", "jobs=40,lam=400,multigpu", decode, 49
