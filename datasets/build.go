@@ -89,9 +89,9 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 		names[i] = filepath.Base(l)
 	}
 	splits := assignSplits(names, o.ValFraction, o.Seed)
-	writers := map[string]*shardWriter{}
+	writers := map[string]*shardWriter[Row]{}
 	for _, s := range []string{SplitTrain, SplitVal} {
-		writers[s] = newShardWriter(dir.Tmp, s, o.ShardRows, o.RowGroupRows)
+		writers[s] = newShardWriter[Row](dir.Tmp, s, SchemaVersion, o.ShardRows, o.RowGroupRows)
 		m.Splits[s] = &SplitInfo{}
 	}
 	contexts := map[string]string{} // sha256 -> relative path

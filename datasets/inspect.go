@@ -89,18 +89,18 @@ func Inspect(dir string) (*Report, error) {
 }
 
 // scanShard calls fn for every row of a shard and records its schema once.
-func scanShard(path string, fn func(*Row), schema *string) error {
+func scanShard[T any](path string, fn func(*T), schema *string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r := parquet.NewGenericReader[Row](f)
+	r := parquet.NewGenericReader[T](f)
 	defer r.Close()
 	if *schema == "" {
 		*schema = r.Schema().String()
 	}
-	buf := make([]Row, 1024)
+	buf := make([]T, 1024)
 	for {
 		n, err := r.Read(buf)
 		for i := range n {

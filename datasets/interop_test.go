@@ -45,7 +45,7 @@ func TestPyarrowReadsShard(t *testing.T) {
 	py := pyarrowPython(t)
 	rows := syntheticRows(2500, 1213)
 	dir := t.TempDir()
-	sw := newShardWriter(dir, SplitTrain, 10000, 1000)
+	sw := newShardWriter[Row](dir, SplitTrain, SchemaVersion, 10000, 1000)
 	if _, err := sw.write(rows); err != nil {
 		t.Fatal(err)
 	}

@@ -17,8 +17,9 @@ import (
 // zstdFast trades a little size for write speed; transitions compress well anyway.
 var zstdFast = &zstd.Codec{Level: zstd.SpeedFastest}
 
-// shardWriter writes one split's rows into numbered shards of at most maxRows rows each.
-type shardWriter struct {
+// shardWriter writes one split's rows (Row, or MAIFSRow) into numbered shards of at most maxRows
+// rows each.
+type shardWriter[T any] struct {
 	root, split  string // shards go to root/split/part-NNNNN.parquet
 	maxRows      int
 	rowGroupRows int
@@ -27,12 +28,13 @@ type shardWriter struct {
 	buf          *bufio.Writer
 	sum          hash.Hash
 	counter      *countingWriter
-	pw           *parquet.GenericWriter[Row]
+	pw           *parquet.GenericWriter[T]
 	rowsInShard  int
+	schema       string // the layout's name, in the file's metadata
 }
 
-func newShardWriter(root, split string, maxRows, rowGroupRows int) *shardWriter {
-	return &shardWriter{root: root, split: split, maxRows: maxRows, rowGroupRows: rowGroupRows}
+func newShardWriter[T any](root, split, schema string, maxRows, rowGroupRows int) *shardWriter[T] {
+	return &shardWriter[T]{root: root, split: split, schema: schema, maxRows: maxRows, rowGroupRows: rowGroupRows}
 }
 
 type countingWriter struct {
@@ -47,7 +49,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 }
 
 // write appends rows and returns where they landed: one segment per shard touched.
-func (s *shardWriter) write(rows []Row) ([]Segment, error) {
+func (s *shardWriter[T]) write(rows []T) ([]Segment, error) {
 	var segs []Segment
 	for len(rows) > 0 {
 		if s.pw == nil {
@@ -71,11 +73,11 @@ func (s *shardWriter) write(rows []Row) ([]Segment, error) {
 	return segs, nil
 }
 
-func (s *shardWriter) current() string {
+func (s *shardWriter[T]) current() string {
 	return filepath.ToSlash(filepath.Join(s.split, fmt.Sprintf("part-%05d.parquet", len(s.shards))))
 }
 
-func (s *shardWriter) open() error {
+func (s *shardWriter[T]) open() error {
 	path := filepath.Join(s.root, s.current())
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -88,17 +90,17 @@ func (s *shardWriter) open() error {
 	s.sum = sha256.New()
 	s.counter = &countingWriter{w: io.MultiWriter(f, s.sum)}
 	s.buf = bufio.NewWriterSize(s.counter, 1<<20)
-	s.pw = parquet.NewGenericWriter[Row](s.buf,
+	s.pw = parquet.NewGenericWriter[T](s.buf,
 		parquet.Compression(zstdFast),
 		parquet.MaxRowsPerRowGroup(int64(s.rowGroupRows)),
-		parquet.CreatedBy("schedrl", SchemaVersion, ""),
-		parquet.KeyValueMetadata("schedrl.schema", SchemaVersion),
+		parquet.CreatedBy("schedrl", s.schema, ""),
+		parquet.KeyValueMetadata("schedrl.schema", s.schema),
 	)
 	s.rowsInShard = 0
 	return nil
 }
 
-func (s *shardWriter) closeShard() error {
+func (s *shardWriter[T]) closeShard() error {
 	name := s.file.Name()
 	err := s.pw.Close()
 	if err == nil {
@@ -121,7 +123,7 @@ func (s *shardWriter) closeShard() error {
 }
 
 // finish closes the open shard, if any, and returns every shard written.
-func (s *shardWriter) finish() ([]ShardInfo, error) {
+func (s *shardWriter[T]) finish() ([]ShardInfo, error) {
 	if s.pw != nil {
 		if err := s.closeShard(); err != nil {
 			return nil, err

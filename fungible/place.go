@@ -1,6 +1,9 @@
 package fungible
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+)
 
 // room is what a server can still give, in the ledger's units (milli-CPUs, MB).
 type room struct{ cpu, mem int64 }
@@ -41,7 +44,32 @@ type cand struct {
 // it; otherwise, or when no server can, it takes GPUs from the servers with the fewest free GPUs
 // first. extra, when not nil, adds room the caller can free on a server (TUNE's shrinking).
 func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(server int) room) ([]Part, bool) {
-	cpu, mm := milli(cpus), milli(mem)
+	cands, total := p.candidates(gpuType, milli(cpus), milli(mem), extra)
+	if total < gpus {
+		return nil, false
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(a.free, b.free) })
+	if gpus > 1 {
+		for _, c := range cands {
+			if c.fit >= gpus {
+				return []Part{{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:gpus]}}, true
+			}
+		}
+	}
+	var parts []Part
+	for _, c := range cands {
+		k := min(c.fit, gpus)
+		parts = append(parts, Part{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:k]})
+		if gpus -= k; gpus == 0 {
+			break
+		}
+	}
+	return parts, true
+}
+
+// candidates lists the servers of gpuType with free GPUs that cpu and mm per GPU fit on, and
+// how many GPUs they hold in all (place succeeds exactly when that covers its count).
+func (p *planner) candidates(gpuType string, cpu, mm int64, extra func(server int) room) ([]cand, int) {
 	cands := p.cands[:0]
 	total := 0
 	for _, i := range p.servers[gpuType] {
@@ -62,26 +90,7 @@ func (p *planner) place(gpuType string, gpus int, cpus, mem float64, extra func(
 		total += fit
 	}
 	p.cands = cands // reused by the next call
-	if total < gpus {
-		return nil, false
-	}
-	sort.SliceStable(cands, func(a, b int) bool { return cands[a].free < cands[b].free })
-	if gpus > 1 {
-		for _, c := range cands {
-			if c.fit >= gpus {
-				return []Part{{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:gpus]}}, true
-			}
-		}
-	}
-	var parts []Part
-	for _, c := range cands {
-		k := min(c.fit, gpus)
-		parts = append(parts, Part{Server: c.server, GPUs: p.l.FreeGPUs(c.server)[:k]})
-		if gpus -= k; gpus == 0 {
-			break
-		}
-	}
-	return parts, true
+	return cands, total
 }
 
 // alloc is the allocation of job j on parts.

@@ -130,6 +130,9 @@ func (p *Profiles) Profile(model string) (Profile, error) {
 	return prof, nil
 }
 
+// Lowest is the grid's lowest point (CPUs and GB per GPU), the least any allocation may hold.
+func (p Profile) Lowest() (cpus, mem float64) { return p.cpus[0], p.mem[0] }
+
 // Factor is the relative throughput at cpus and mem (GB) per GPU, interpolated bilinearly between
 // the grid's measured points and exact on them. Above the grid's top the value at the top holds
 // (every profile has saturated there); below its lowest point nothing was measured, which is an

@@ -15,9 +15,12 @@ import (
 type RunConfig struct {
 	Rule  Rule        // allocates each round's queue
 	Order jobs.Policy // orders each round's queue: any of jobs' policies (fifo, srtf, tiresias-las, ...)
-	// Planner, when set, decides each round instead of Order and Rule (Gavel's LPs); Rule, or
-	// Fixed when nil, still checks before the first round that every job fits the empty cluster.
+	// Planner, when set, decides each round instead of Order and Rule (Gavel's LPs); Policy,
+	// when set, allocates each round instead of Rule from every present job's state (learned
+	// policies). Rule, or Fixed when nil, still checks before the first round that every job
+	// fits the empty cluster.
 	Planner RoundPlanner
+	Policy  RoundPolicy
 	Round   float64 // round length in seconds; 0 means 360, as in jobs
 	Log     bool    // keep every change to the cluster in Result.Log
 }
@@ -68,7 +71,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 		return Result{}, err
 	}
 	check := cfg.Rule
-	if check == nil && cfg.Planner != nil {
+	if check == nil && (cfg.Planner != nil || cfg.Policy != nil) {
 		check = Fixed
 	}
 	if err := checkWork(c, m, work, check); err != nil {
@@ -78,6 +81,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	now, next, left := work[0].Arrival, 0, len(work)
 	var present []*running
 	var held []*running
+	var prev *Ledger // the last round's allocations
 	busy := 0.0
 	for left > 0 {
 		for next < len(work) && work[next].Arrival <= now {
@@ -97,7 +101,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 			held = held[:0]
 			continue
 		}
-		plan, err := cfg.plan(NewLedger(c), m, present, jc, now)
+		plan, err := cfg.plan(NewLedger(c), m, present, prev, jc, now)
 		if err != nil {
 			return Result{}, err
 		}
@@ -105,6 +109,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 			res.log(cfg.Log, now, ch)
 		}
 		held = held[:0]
+		prev = plan.Ledger
 		byID := make(map[int]*running, len(present))
 		for _, r := range present {
 			byID[r.job.ID] = r
@@ -168,6 +173,20 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	return res, nil
 }
 
+// roundState is the boundary's view for a RoundPolicy: present jobs oldest first, with their
+// allocations in the round before (prev, nil before the first round).
+func roundState(now float64, present []*running, prev *Ledger, queue []Job) RoundState {
+	s := RoundState{Now: now, Present: make([]JobStatus, len(present)), Queue: queue}
+	for i, r := range present {
+		st := JobStatus{Job: r.job, Done: r.state.Done, Attained: r.state.Attained, Waited: now - r.state.LastRan}
+		if prev != nil {
+			st.Prev, st.Held = prev.Get(r.job.ID)
+		}
+		s.Present[i] = st
+	}
+	return s
+}
+
 func release(job int) Change {
 	return Change{Op: Release, Alloc: Allocation{Job: job, Partner: NoPartner}}
 }
@@ -222,17 +241,22 @@ func advance(m SpeedModel, a Allocation, pa *Allocation, rest, prest, length flo
 	return solo(p, length-together), nil
 }
 
-// plan is the round's decision: the planner's, or the rule's over the queue in the order's order.
-func (cfg RunConfig) plan(l *Ledger, m SpeedModel, present []*running, jc jobs.Cluster, now float64) (Plan, error) {
-	if cfg.Planner == nil {
-		return cfg.Rule(l, m, ordered(present, cfg.Order, jc, now, cfg.Round))
+// plan is the round's decision: the planner's, the policy's from every present job's state, or the
+// rule's over the queue in the order's order.
+func (cfg RunConfig) plan(l *Ledger, m SpeedModel, present []*running, prev *Ledger, jc jobs.Cluster, now float64) (Plan, error) {
+	if cfg.Planner != nil {
+		r := &jobs.Round{Now: now, Length: cfg.Round, Cluster: jc, Jobs: make([]*jobs.JobState, len(present))}
+		work := make([]Job, len(present))
+		for i, p := range present {
+			r.Jobs[i], work[i] = p.state, p.job
+		}
+		return cfg.Planner.PlanRound(l, m, r, work)
 	}
-	r := &jobs.Round{Now: now, Length: cfg.Round, Cluster: jc, Jobs: make([]*jobs.JobState, len(present))}
-	work := make([]Job, len(present))
-	for i, p := range present {
-		r.Jobs[i], work[i] = p.state, p.job
+	queue := ordered(present, cfg.Order, jc, now, cfg.Round)
+	if cfg.Policy != nil {
+		return cfg.Policy.Plan(l, m, roundState(now, present, prev, queue))
 	}
-	return cfg.Planner.PlanRound(l, m, r, work)
+	return cfg.Rule(l, m, queue)
 }
 
 // ordered is the round's queue: the present jobs by their best priority over GPU types under the

@@ -62,9 +62,12 @@ func WriteManifest(dir string, arch Arch, lin Lineage) (checkpoint.Manifest, err
 // in name order, so the same weights always give the same bytes. gotch's VarStore.Save walks a
 // Go map: each save of one network wrote its tensors in another order, so equal weights had
 // different sha256s and every pipeline stage after a retrained checkpoint got a new key.
-func SaveWeights(net *Net, path string) error {
+func SaveWeights(net *Net, path string) error { return SaveVarStore(net.VS, path) }
+
+// SaveVarStore is SaveWeights for any network's VarStore.
+func SaveVarStore(vs *gnn.VarStore, path string) error {
 	tmp := filepath.Join(filepath.Dir(path), ".tmp-"+filepath.Base(path))
-	if err := saveSorted(net.VS, tmp); err != nil {
+	if err := saveSorted(vs, tmp); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("save %s: %w", path, err)
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
-	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -202,20 +201,15 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 		case eval.Checkpoint:
 			return loadCheckpoint(ref, ref.Dir)
 		case eval.Registry:
-			reg, err := registry.Open(cfg.Registry, log)
-			if err != nil {
-				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
-			}
 			if pulled == "" {
+				var err error
 				if pulled, err = os.MkdirTemp("", "schedrl-eval-pull-"); err != nil {
 					return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
 				}
 			}
 			dest := filepath.Join(pulled, ref.Name+"@"+ref.Tag)
-			ctx, cancel := context.WithTimeout(context.Background(), cfg.Registry.Deadline)
-			defer cancel()
-			if _, err := reg.Pull(ctx, ref.Raw, dest, true); err != nil {
-				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+			if err := pullVersion(cfg, ref, dest, log); err != nil {
+				return nil, err
 			}
 			return loadCheckpoint(ref, dest)
 		}

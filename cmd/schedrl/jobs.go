@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
@@ -40,6 +41,7 @@ type jobsOptions struct {
 	Seed        uint64
 	Compat      string
 	JSON        bool
+	Config      config.Config // device and registry, for a multi-agent checkpoint policy
 }
 
 // jobsSummary is the --json object.
@@ -86,7 +88,11 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts.Out = cmd.OutOrStdout()
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
 			return runF(cmd.Context(), opts)
 		},
 	}
@@ -98,7 +104,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.Float64Var(&opts.Load, "load", 0, "openb traces: offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
 	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
 	f.StringVar(&opts.Policy, "policy", "", "queue policy: "+strings.Join(jobs.Policies(), ", ")+
-		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" and max_min_fairness_packed too (the queue policies and Gavel's LPs there hold fixed demands);"+
+		" (default fifo); fungible world: "+strings.Join(fungibleRules, ", ")+" and max_min_fairness_packed too (the queue policies and Gavel's LPs there hold fixed demands),"+
+		" and a multi-agent checkpoint, ckpt:DIR or MODEL@ALIAS (schedrl maifs-bc);"+
 		" openb traces: "+strings.Join(tasks.Queues(), ", ")+" (default backfill)")
 	f.StringVar(&opts.Fungible.Generate, "generate", "", "generate Gavel's job mix instead of --trace (both worlds), jobs=N,lam=S[,multigpu] (S: mean seconds between arrivals; seeded by --seed)")
 	f.StringVar(&opts.Fungible.Order, "order", "", "fungible world: job order of "+strings.Join(fungibleRules, ", ")+": fifo, sjf, srtf or tiresias-las (default fifo)")
@@ -109,6 +116,8 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.Uint64Var(&opts.Seed, "seed", 0, "seed (Gavel's --seed in compat mode)")
 	f.StringVar(&opts.Compat, "compat", "", "\"gavel\": reproduce Gavel's simulator")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	f.StringVar(&opts.Fungible.Decode, "maifs-decode", "", "fungible world, multi-agent checkpoint policy: decoder, "+strings.Join(maifsDecodes, " or ")+" (the ablation without the coordination graph; default ordered)")
+	config.AddFlags(f, "")
 	addOpenbJobsFlags(f, &opts.Openb)
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/jobs"
 )
@@ -24,6 +25,7 @@ type fungibleOptions struct {
 	Order    string
 	Profiles string
 	Mapping  string
+	Decode   string // a multi-agent policy's decoder (maifsDecodes)
 }
 
 // fungibleSummary is the fungible world's --json object.
@@ -44,69 +46,36 @@ type fungibleSummary struct {
 	Rounds      int       `json:"rounds"`
 	WallSeconds float64   `json:"wall_seconds"`
 	JCT         []float64 `json:"jct_s"`
+	// MAIFS sums a multi-agent policy's decision points (coordination edges, the graph-free
+	// decoder's conflicts).
+	MAIFS *env.MAIFSStats `json:"maifs,omitempty"`
 }
 
 // isFungible tells whether the options ask for the fungible world: a fungible rule,
-// max_min_fairness_packed (Gavel's LP over pairs exists only there), or one server size for every
-// type (--servers-gpus 8).
+// max_min_fairness_packed (Gavel's LP over pairs exists only there), a multi-agent checkpoint,
+// or one server size for every type (--servers-gpus 8).
 func isFungible(opts *jobsOptions) bool {
 	_, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-	return err == nil || slices.Contains(fungibleRules, opts.Policy) || strings.ReplaceAll(opts.Policy, "-", "_") == "max_min_fairness_packed"
+	return err == nil || slices.Contains(fungibleRules, opts.Policy) || isLearnedPolicy(opts.Policy) ||
+		strings.ReplaceAll(opts.Policy, "-", "_") == "max_min_fairness_packed"
 }
 
 // runJobsFungible runs a Gavel trace or a generated workload on servers with GPUs, CPUs and memory,
-// a fungible rule allocating each round (fungible.Run).
+// a fungible rule, one of Gavel's LPs or a multi-agent checkpoint allocating each round
+// (fungible.Run).
 func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	start := time.Now()
-	fo := opts.Fungible
-	switch {
-	case opts.Compat != "":
-		return fmt.Errorf("jobs: --compat %s reproduces Gavel's GPU-type world; the fungible world (--servers-gpus N, --generate, %s) has no compat mode", opts.Compat, strings.Join(fungibleRules, ", "))
-	case opts.Window != "":
-		return fmt.Errorf("jobs: --window counts a window in the GPU-type world; the fungible world counts every job")
-	case opts.Load != 0:
-		return fmt.Errorf("jobs: --load resamples openb pod lists; the fungible world takes --generate or a Gavel trace")
-	case (opts.Trace == "") == (fo.Generate == ""):
-		return fmt.Errorf("jobs: the fungible world takes --trace or --generate, one of them")
+	if err := refuseInFungible(opts); err != nil {
+		return err
 	}
-	serverGPUs := fungible.ServerGPUs
-	if opts.ServersGPUs != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-		if err != nil {
-			return fmt.Errorf("jobs: --servers-gpus %q: the fungible world takes one server size in GPUs, e.g. 8", opts.ServersGPUs)
-		}
-		serverGPUs = n
-	}
-	cluster, err := fungible.NewMixCluster(opts.Cluster, serverGPUs)
+	cluster, serverGPUs, err := fungibleCluster(opts)
 	if err != nil {
-		return fmt.Errorf("jobs: --cluster: %w", err)
+		return err
 	}
 	policy := cmp.Or(opts.Policy, "fifo")
-	ruleName, orderName := "fixed", policy
-	if fo.Order != "" && !slices.Contains(fungibleRules, policy) {
-		return fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
-	}
-	var cfg fungible.RunConfig
-	switch lp := strings.ReplaceAll(policy, "-", "_"); {
-	case slices.Contains(fungible.RoundPlannerNames(), lp):
-		// Gavel's LPs: their own priorities per (job or pair, GPU type), fixed demands.
-		ruleName, orderName = "gavel-lp", lp
-		if cfg.Planner, err = fungible.NewRoundPlanner(lp); err != nil {
-			return fmt.Errorf("jobs: %w", err)
-		}
-	default:
-		if slices.Contains(fungibleRules, policy) {
-			ruleName, orderName = policy, cmp.Or(fo.Order, "fifo")
-		}
-		if strings.HasPrefix(strings.ReplaceAll(orderName, "-", "_"), "max_min_fairness") {
-			return fmt.Errorf("jobs: --order %s: Gavel's LPs are policies of their own (--policy %s); rules take fifo, sjf, srtf or tiresias-las", orderName, orderName)
-		}
-		if cfg.Rule, err = fungible.LookupRule(ruleName); err != nil {
-			return fmt.Errorf("jobs: %w", err)
-		}
-		if cfg.Order, err = jobs.NewPolicy(orderName); err != nil {
-			return fmt.Errorf("jobs: --order: %w", err)
-		}
+	cfg, ruleName, orderName, err := fungibleDecider(opts, policy)
+	if err != nil {
+		return err
 	}
 	table, err := jobs.LoadThroughputs(opts.Throughputs)
 	if err != nil {
@@ -116,20 +85,21 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var work []fungible.Job
-	workload := opts.Trace
-	if fo.Generate != "" {
-		if work, workload, err = generateWork(opts, m); err != nil {
-			return err
-		}
-	} else {
-		tr, err := jobs.ReadTrace(opts.Trace)
-		if err != nil {
-			return fmt.Errorf("jobs: %w", err)
-		}
-		work = fungible.FromTrace(tr)
+	work, workload, err := fungibleWork(opts, m)
+	if err != nil {
+		return err
 	}
 	cfg.Round = opts.Round
+	var mp *env.MAIFSPolicy
+	if isLearnedPolicy(policy) {
+		var cleanup func()
+		mp, cleanup, err = maifsPolicy(opts.Config, policy, cluster, m, opts.Fungible.Decode)
+		defer cleanup()
+		if err != nil {
+			return err
+		}
+		cfg.Policy, ruleName = mp, "maifs"
+	}
 	res, err := fungible.Run(cluster, m, work, cfg)
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", workload, err)
@@ -137,6 +107,9 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	s := fungibleSummary{Workload: workload, Policy: policy, Rule: ruleName, Order: orderName, Cluster: opts.Cluster, ServerGPUs: serverGPUs,
 		Seed: opts.Seed, RoundS: opts.Round, Jobs: len(work), AvgJCT: res.AvgJCT, P95JCT: res.P95JCT, Makespan: res.Makespan,
 		Utilization: res.Utilization, Rounds: res.Rounds, WallSeconds: time.Since(start).Seconds(), JCT: res.JCT}
+	if mp != nil {
+		s.MAIFS = &mp.Stats
+	}
 	if opts.JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
@@ -147,17 +120,94 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	return err
 }
 
+// refuseInFungible names the flags of the GPU-type and openb worlds the fungible world has no use for.
+func refuseInFungible(opts *jobsOptions) error {
+	switch {
+	case opts.Compat != "":
+		return fmt.Errorf("jobs: --compat %s reproduces Gavel's GPU-type world; the fungible world (--servers-gpus N, --generate, %s) has no compat mode", opts.Compat, strings.Join(fungibleRules, ", "))
+	case opts.Window != "":
+		return fmt.Errorf("jobs: --window counts a window in the GPU-type world; the fungible world counts every job")
+	case opts.Load != 0:
+		return fmt.Errorf("jobs: --load resamples openb pod lists; the fungible world takes --generate or a Gavel trace")
+	case (opts.Trace == "") == (opts.Fungible.Generate == ""):
+		return fmt.Errorf("jobs: the fungible world takes --trace or --generate, one of them")
+	}
+	return nil
+}
+
+// fungibleCluster is --cluster in servers of --servers-gpus GPUs (default fungible.ServerGPUs).
+func fungibleCluster(opts *jobsOptions) (fungible.Cluster, int, error) {
+	serverGPUs := fungible.ServerGPUs
+	if opts.ServersGPUs != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
+		if err != nil {
+			return fungible.Cluster{}, 0, fmt.Errorf("jobs: --servers-gpus %q: the fungible world takes one server size in GPUs, e.g. 8", opts.ServersGPUs)
+		}
+		serverGPUs = n
+	}
+	cluster, err := fungible.NewMixCluster(opts.Cluster, serverGPUs)
+	if err != nil {
+		return fungible.Cluster{}, 0, fmt.Errorf("jobs: --cluster: %w", err)
+	}
+	return cluster, serverGPUs, nil
+}
+
+// fungibleDecider sets the round's decision of --policy: one of Gavel's LPs, or a rule and its
+// job order (a queue policy is the fixed rule in its own order; a multi-agent checkpoint gets the
+// fixed rule's up-front check and --order, default fifo, sorts the queue it is handed).
+func fungibleDecider(opts *jobsOptions, policy string) (cfg fungible.RunConfig, ruleName, orderName string, err error) {
+	fo := opts.Fungible
+	learned := isLearnedPolicy(policy)
+	ruleName, orderName = "fixed", policy
+	switch {
+	case fo.Decode != "" && !learned:
+		return cfg, "", "", fmt.Errorf("jobs: --maifs-decode sets the decoder of a multi-agent checkpoint (--policy ckpt:DIR or MODEL@ALIAS), not of %s", policy)
+	case learned:
+		orderName = cmp.Or(fo.Order, "fifo")
+	case slices.Contains(fungibleRules, policy):
+		ruleName, orderName = policy, cmp.Or(fo.Order, "fifo")
+	case fo.Order != "":
+		return cfg, "", "", fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
+	}
+	if lp := strings.ReplaceAll(policy, "-", "_"); slices.Contains(fungible.RoundPlannerNames(), lp) {
+		// Gavel's LPs: their own priorities per (job or pair, GPU type), fixed demands.
+		cfg.Planner, err = fungible.NewRoundPlanner(lp)
+		if err != nil {
+			return cfg, "", "", fmt.Errorf("jobs: %w", err)
+		}
+		return cfg, "gavel-lp", lp, nil
+	}
+	if strings.HasPrefix(strings.ReplaceAll(orderName, "-", "_"), "max_min_fairness") {
+		return cfg, "", "", fmt.Errorf("jobs: --order %s: Gavel's LPs are policies of their own (--policy %s); rules take fifo, sjf, srtf or tiresias-las", orderName, orderName)
+	}
+	if cfg.Rule, err = fungible.LookupRule(ruleName); err != nil {
+		return cfg, "", "", fmt.Errorf("jobs: %w", err)
+	}
+	if cfg.Order, err = jobs.NewPolicy(orderName); err != nil {
+		return cfg, "", "", fmt.Errorf("jobs: --order: %w", err)
+	}
+	return cfg, ruleName, orderName, nil
+}
+
+// fungibleWork is the workload: --generate's jobs, or the Gavel trace of --trace.
+func fungibleWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
+	if opts.Fungible.Generate != "" {
+		return generateWork(opts, m)
+	}
+	tr, err := jobs.ReadTrace(opts.Trace)
+	if err != nil {
+		return nil, "", fmt.Errorf("jobs: %w", err)
+	}
+	return fungible.FromTrace(tr), opts.Trace, nil
+}
+
 // speedModel is Gavel's table with the Synergy profiles of --profiles through --synergy-map.
 func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel, error) {
-	profiles, err := fungible.LoadProfiles(opts.Fungible.Profiles)
+	m, err := fungible.LoadSpeedModel(table, opts.Fungible.Profiles, opts.Fungible.Mapping)
 	if err != nil {
 		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
 	}
-	sens, err := fungible.LoadSensitivity(opts.Fungible.Mapping, profiles)
-	if err != nil {
-		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
-	}
-	return fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}, nil
+	return m, nil
 }
 
 // generateWork draws --generate's workload with --seed over the mapped job types (Gavel's 26) and

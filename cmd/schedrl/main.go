@@ -34,6 +34,8 @@ func newRootCmd() *cobra.Command {
 		newFinetuneCmd(nil),
 		newEvalCmd(nil),
 		newJobsCmd(nil),
+		newMAIFSCmd(nil),
+		newMAIFSEvalCmd(nil),
 		newServeCmd(),
 		newDefragCmd(),
 		newRegistryCmd(),

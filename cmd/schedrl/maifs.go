@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/datasets"
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/jobs"
+	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/pretrain"
+)
+
+// maifsOptions are the flags of `schedrl maifs-bc`.
+type maifsOptions struct {
+	Out         io.Writer
+	Config      config.Config
+	Cluster     string
+	ServerGPUs  int
+	Generate    []string // one workload per entry and seed
+	Seeds       string   // training seeds
+	ValSeeds    string   // validation seeds
+	Expert      string   // fungible rule
+	Order       string   // its job order
+	Every       int      // keep every Every-th decision point
+	Throughputs string
+	Profiles    string
+	Mapping     string
+	Env         env.MAIFSOptions
+	NoAttention bool // the ablation without attention across agents
+	Hidden      int
+	Heads       int
+	HeadHidden  int
+	Epochs      int
+	Batch       int
+	LR          float64
+	OrderWeight float64
+	Seed        int64
+	Dir         string
+	Dataset     string // write the decision points here as Parquet and train from what reads back
+	JSON        bool
+}
+
+// maifsSummary is maifs-bc's --json object.
+type maifsSummary struct {
+	Dir         string  `json:"dir"`
+	TrainPoints int     `json:"train_points"`
+	ValPoints   int     `json:"val_points"`
+	Loss        float64 `json:"train_loss"`
+	Agreement   float64 `json:"val_agreement"`
+	Exact       float64 `json:"val_exact"`
+	Seconds     float64 `json:"seconds"`
+}
+
+func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runMAIFS
+	}
+	opts := &maifsOptions{}
+	cmd := &cobra.Command{
+		Use:   "maifs-bc",
+		Short: "Behaviour-clone the multi-agent fungible scheduler from an expert's decisions in the fungible world",
+		Long: "Runs the expert (a fungible rule in a job order, default synergy-tune in srtf order: the best\n" +
+			"baseline near saturation) on generated workloads, one per --generate entry and seed, keeps its\n" +
+			"decision points as multi-agent samples (env maifs), and trains the attention network on them\n" +
+			"(candidate cross-entropy plus the Plackett-Luce likelihood of the expert's order). The\n" +
+			"checkpoint runs with `schedrl jobs --servers-gpus 8 --policy ckpt:DIR`. See docs/maifs.md.",
+		Example: "  schedrl maifs-bc --generate jobs=200,lam=1200,multigpu --seeds 1000-1007 --val-seeds 900-901 --out runs/maifs-bc",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	config.AddFlags(f, "")
+	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
+	f.IntVar(&opts.ServerGPUs, "servers-gpus", fungible.ServerGPUs, "GPUs per server")
+	f.StringArrayVar(&opts.Generate, "generate", []string{"jobs=200,lam=1200,multigpu"}, "training workload, jobs=N,lam=S[,multigpu] (repeatable)")
+	f.StringVar(&opts.Seeds, "seeds", "1000-1007", "training workload seeds")
+	f.StringVar(&opts.ValSeeds, "val-seeds", "900-901", "validation workload seeds")
+	f.StringVar(&opts.Expert, "expert", "synergy-tune", "the expert's fungible rule")
+	f.StringVar(&opts.Order, "order", "srtf", "the expert's job order")
+	f.IntVar(&opts.Every, "every", 2, "keep every N-th decision point")
+	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
+	f.StringVar(&opts.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "Synergy's CPU and memory profiles")
+	f.StringVar(&opts.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "Gavel job type to Synergy model table")
+	f.IntVar(&opts.Env.Window, "window", 100, "agents per decision point (oldest first)")
+	f.IntVar(&opts.Env.Partners, "partners", 2, "co-location candidates per agent")
+	f.BoolVar(&opts.Env.FixedDemand, "fixed-demand", false, "ablation: only the requested GPU count at the fair share")
+	f.BoolVar(&opts.NoAttention, "no-agent-attention", false, "ablation: no attention across agents")
+	f.IntVar(&opts.Hidden, "hidden", 64, "embedding width")
+	f.IntVar(&opts.Heads, "heads", 4, "attention heads")
+	f.IntVar(&opts.HeadHidden, "head-hidden", 64, "actor head width")
+	f.IntVar(&opts.Epochs, "epochs", 10, "epochs")
+	f.IntVar(&opts.Batch, "batch", 8, "decision points per batch")
+	f.Float64Var(&opts.LR, "lr", 1e-3, "Adam learning rate")
+	f.Float64Var(&opts.OrderWeight, "order-weight", 1, "weight of the order loss")
+	f.Int64Var(&opts.Seed, "seed", 1, "network initialisation and batch order seed")
+	f.StringVar(&opts.Dir, "out", "", "checkpoint directory (required)")
+	f.StringVar(&opts.Dataset, "dataset", "", "also write the expert's decision points to this directory (maifs-transitions-v1 Parquet) and train from what it reads back")
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	return cmd
+}
+
+// maifsSamples runs the expert on every workload of opts with the given seeds.
+func maifsSamples(opts *maifsOptions, e *env.MAIFS, seeds []uint64) ([]env.MAIFSSample, error) {
+	rule, err := fungible.LookupRule(opts.Expert)
+	if err != nil {
+		return nil, fmt.Errorf("maifs-bc: --expert: %w", err)
+	}
+	order, err := jobs.NewPolicy(opts.Order)
+	if err != nil {
+		return nil, fmt.Errorf("maifs-bc: --order: %w", err)
+	}
+	var out []env.MAIFSSample
+	for _, spec := range opts.Generate {
+		cfg, err := fungible.ParseWorkloadSpec(spec)
+		if err != nil {
+			return nil, fmt.Errorf("maifs-bc: --generate: %w", err)
+		}
+		for _, seed := range seeds {
+			cfg.Seed = seed
+			work, err := fungible.Generate(e.Model().Tput, e.Model().Sens.JobTypes(), cfg)
+			if err != nil {
+				return nil, fmt.Errorf("maifs-bc: --generate %s: %w", spec, err)
+			}
+			rec := &env.MAIFSRecorder{Env: e, Rule: rule, Every: opts.Every}
+			if _, err := fungible.Run(e.Cluster(), e.Model(), work, fungible.RunConfig{Policy: rec, Order: order}); err != nil {
+				return nil, fmt.Errorf("maifs-bc: %s seed %d: %w", spec, seed, err)
+			}
+			out = append(out, rec.Samples...)
+		}
+	}
+	return out, nil
+}
+
+// maifsDataset writes the samples to --dataset and reads them back through the environment.
+func maifsDataset(opts *maifsOptions, e *env.MAIFS, train, val []env.MAIFSSample) ([]env.MAIFSSample, []env.MAIFSSample, error) {
+	m := datasets.MAIFSManifest{Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs, Options: e.Options(),
+		Source: map[string]any{"expert": opts.Expert, "order": opts.Order, "generate": opts.Generate, "seeds": opts.Seeds, "val_seeds": opts.ValSeeds, "every": opts.Every}}
+	if err := datasets.WriteMAIFS(opts.Dataset, m, map[string][]env.MAIFSSample{datasets.SplitTrain: train, datasets.SplitVal: val}, false); err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: --dataset: %w", err)
+	}
+	train, err := datasets.ReadMAIFS(opts.Dataset, datasets.SplitTrain, e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: %w", err)
+	}
+	val, err = datasets.ReadMAIFS(opts.Dataset, datasets.SplitVal, e)
+	if err != nil {
+		return nil, nil, fmt.Errorf("maifs-bc: %w", err)
+	}
+	return train, val, nil
+}
+
+// runMAIFS is the command without cobra.
+func runMAIFS(ctx context.Context, opts *maifsOptions) error {
+	if opts.Dir == "" {
+		return fmt.Errorf("maifs-bc: --out is required")
+	}
+	seeds, err := config.ParseSeeds(opts.Seeds)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: --seeds: %w", err)
+	}
+	valSeeds, err := config.ParseSeeds(opts.ValSeeds)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: --val-seeds: %w", err)
+	}
+	cluster, err := fungible.NewMixCluster(opts.Cluster, opts.ServerGPUs)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: --cluster: %w", err)
+	}
+	table, err := jobs.LoadThroughputs(opts.Throughputs)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: %w", err)
+	}
+	m, err := speedModel(&jobsOptions{Fungible: fungibleOptions{Profiles: opts.Profiles, Mapping: opts.Mapping}}, table)
+	if err != nil {
+		return err
+	}
+	e, err := env.NewMAIFS(cluster, m, opts.Env)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: %w", err)
+	}
+	train, err := maifsSamples(opts, e, seeds)
+	if err != nil {
+		return err
+	}
+	val, err := maifsSamples(opts, e, valSeeds)
+	if err != nil {
+		return err
+	}
+	if opts.Dataset != "" {
+		if train, val, err = maifsDataset(opts, e, train, val); err != nil {
+			return err
+		}
+	}
+	dev, err := nn.Device(opts.Config.Device)
+	if err != nil {
+		return fmt.Errorf("maifs-bc: %w", err)
+	}
+	rev, err := pipeline.CodeRevision()
+	if err != nil {
+		slog.Warn("maifs-bc: code revision unknown", "err", err)
+	}
+	arch := nn.NewMAIFSArch(opts.Hidden, opts.Heads, opts.HeadHidden, !opts.NoAttention, e.Options())
+	res, err := pretrain.RunMAIFS(ctx, pretrain.MAIFSOptions{Arch: arch, Train: train, Val: val, Epochs: opts.Epochs, Batch: opts.Batch,
+		LR: opts.LR, OrderWeight: opts.OrderWeight, Seed: opts.Seed, Dev: dev, Out: opts.Dir,
+		Lineage: nn.Lineage{CodeRevision: rev, Hyper: map[string]any{"expert": opts.Expert, "order": opts.Order, "generate": opts.Generate, "seeds": opts.Seeds}},
+		Progress: func(epoch int, loss, agree float64) {
+			if !opts.JSON {
+				fmt.Fprintf(opts.Out, "epoch %d: loss %.4f, validation agreement %.2f%%\n", epoch, loss, 100*agree)
+			}
+		}})
+	if err != nil {
+		return fmt.Errorf("maifs-bc: %w", err)
+	}
+	s := maifsSummary{Dir: opts.Dir, TrainPoints: len(train), ValPoints: len(val), Loss: res.Loss, Agreement: res.Agreement, Exact: res.Exact, Seconds: res.Seconds}
+	if opts.JSON {
+		return json.NewEncoder(opts.Out).Encode(s)
+	}
+	_, err = fmt.Fprintf(opts.Out, "%s: %d training and %d validation decision points, loss %.4f, validation agreement %.2f%% (exact %.2f%%), %.1f s\n",
+		s.Dir, s.TrainPoints, s.ValPoints, s.Loss, 100*s.Agreement, 100*s.Exact, s.Seconds)
+	return err
+}

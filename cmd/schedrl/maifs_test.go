@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
+)
+
+// maifsBC trains a small multi-agent checkpoint from TUNE's decisions and returns its directory.
+func maifsBC(t *testing.T, extra func(*maifsOptions)) string {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Device.Name = "cpu"
+	dir := filepath.Join(t.TempDir(), "bc")
+	var out bytes.Buffer
+	opts := &maifsOptions{Out: &out, Config: cfg, Cluster: "8:8:8", ServerGPUs: 8, Generate: []string{"jobs=30,lam=400,multigpu"},
+		Seeds: "1000", ValSeeds: "900", Expert: "synergy-tune", Order: "srtf", Every: 2,
+		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Profiles: repotest.Data("synergy", "profiles.json"),
+		Mapping: repotest.Data("fungible", "gavel_synergy_models.csv"), Env: env.MAIFSOptions{Window: 100, Partners: 2},
+		Hidden: 16, Heads: 2, HeadHidden: 16, Epochs: 2, Batch: 8, LR: 1e-3, OrderWeight: 1, Seed: 1, Dir: dir, JSON: true}
+	if extra != nil {
+		extra(opts)
+	}
+	if err := runMAIFS(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var s maifsSummary
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil || s.TrainPoints == 0 || s.ValPoints == 0 {
+		t.Fatalf("summary %+v (%v)\n%s", s, err, out.String())
+	}
+	return dir
+}
+
+// maifs-bc through its Parquet dataset trains the same network as in process: the decision
+// points read back are the ones written.
+func TestMAIFSBCThroughTheDataset(t *testing.T) {
+	ds := filepath.Join(t.TempDir(), "ds")
+	direct, via := maifsBC(t, nil), maifsBC(t, func(o *maifsOptions) { o.Dataset = ds })
+	a, err := os.ReadFile(filepath.Join(direct, "model.ot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(via, "model.ot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Fatal("training from the dataset gave other weights than training in process")
+	}
+	if _, err := os.Stat(filepath.Join(ds, "manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// `schedrl jobs --policy ckpt:DIR` runs a behaviour-cloned multi-agent checkpoint in the
+// fungible world like any baseline, with its decoder's statistics; the graph-free decoder
+// counts conflicts; every job finishes.
+func TestRunJobsMAIFSCheckpoint(t *testing.T) {
+	dir := maifsBC(t, nil)
+	for _, decode := range []string{"", "graph-free"} {
+		opts := fungibleJobsOptions("ckpt:" + dir)
+		opts.ServersGPUs = "" // a checkpoint policy alone selects the fungible world
+		opts.Config = config.Default()
+		opts.Config.Device.Name = "cpu"
+		opts.Cluster, opts.Fungible.Generate, opts.Fungible.Decode, opts.Seed = "8:8:8", "jobs=40,lam=400,multigpu", decode, 49
+		var out bytes.Buffer
+		opts.Out = &out
+		if err := runJobs(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+		var s fungibleSummary
+		if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		if s.Rule != "maifs" || s.Jobs != 40 || len(s.JCT) != 40 || !(s.AvgJCT > 0) || s.MAIFS == nil || s.MAIFS.Decisions != s.Rounds {
+			t.Fatalf("decode %q: summary %+v", decode, s)
+		}
+	}
+}
+
+// Bad references and decoders are named; a placement checkpoint is refused by kind.
+func TestRunJobsMAIFSBadInput(t *testing.T) {
+	for policy, want := range map[string]string{
+		"ckpt:" + filepath.Join(t.TempDir(), "none"): "none",
+	} {
+		opts := fungibleJobsOptions(policy)
+		opts.Config = config.Default()
+		opts.Fungible.Generate = "jobs=5,lam=400,multigpu"
+		opts.Out = &bytes.Buffer{}
+		if err := runJobs(context.Background(), opts); err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want an error naming %q", policy, err, want)
+		}
+	}
+	opts := fungibleJobsOptions("synergy-tune")
+	opts.Fungible.Generate, opts.Fungible.Decode, opts.Out = "jobs=5,lam=400,multigpu", "graph-free", &bytes.Buffer{}
+	if err := runJobs(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "--maifs-decode") {
+		t.Fatalf("--maifs-decode with a baseline: %v", err)
+	}
+	opts = fungibleJobsOptions("ckpt:x")
+	opts.Config = config.Default()
+	opts.Fungible.Generate, opts.Fungible.Decode, opts.Out = "jobs=5,lam=400,multigpu", "sideways", &bytes.Buffer{}
+	if err := runJobs(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "sideways") {
+		t.Fatalf("--maifs-decode sideways: %v", err)
+	}
+}
+
+// maifs-eval pairs every policy with the baseline on the same seeds and prints the table.
+func TestRunMAIFSEval(t *testing.T) {
+	dir := maifsBC(t, nil)
+	cfg := config.Default()
+	cfg.Device.Name = "cpu"
+	var out bytes.Buffer
+	js := filepath.Join(t.TempDir(), "eval.json")
+	opts := &maifsEvalOptions{Out: &out, Config: cfg, Policies: []string{"synergy-tune/srtf", "srtf", "ckpt:" + dir, "ckpt:" + dir + "#graph-free"},
+		Baseline: "synergy-tune/srtf", Cluster: "8:8:8", ServerGPUs: 8, Generate: "jobs=30,lam=400,multigpu", Seeds: "49-50",
+		Traces: []string{repotest.Data("gavel", "traces", "physical_cluster", "small_test.trace")}, Round: 360,
+		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Profiles: repotest.Data("synergy", "profiles.json"),
+		Mapping: repotest.Data("fungible", "gavel_synergy_models.csv"), JSON: js}
+	if err := runMAIFSEval(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	if n := strings.Count(table, "\n"); n != 2+2*4 {
+		t.Fatalf("%d lines, want a header and 8 rows:\n%s", n, table)
+	}
+	if !strings.Contains(table, "small_test.trace") || !strings.Contains(table, "#graph-free") {
+		t.Fatalf("table:\n%s", table)
+	}
+	opts.Baseline = "fifo"
+	if err := runMAIFSEval(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "--baseline") {
+		t.Fatalf("baseline outside --policies: %v", err)
+	}
+}
