@@ -153,34 +153,9 @@ func runMAIFSEval(_ context.Context, opts *maifsEvalOptions) error {
 	if err != nil {
 		return err
 	}
-	var loads []maifsWorkload
-	if opts.Generate != "" {
-		seeds, err := config.ParseSeeds(opts.Seeds)
-		if err != nil {
-			return fmt.Errorf("maifs-eval: --seeds: %w", err)
-		}
-		for _, seed := range seeds {
-			jo.Seed = seed
-			work, _, err := generateWork(jo, m)
-			if err != nil {
-				return fmt.Errorf("maifs-eval: %w", err)
-			}
-			loads = append(loads, maifsWorkload{"generate:" + opts.Generate, work})
-		}
-	}
-	for _, path := range opts.Traces {
-		tr, err := jobs.ReadTrace(path)
-		if err != nil {
-			return fmt.Errorf("maifs-eval: %w", err)
-		}
-		var work []fungible.Job
-		for _, j := range tr.Jobs {
-			work = append(work, fungible.Job{ID: j.Index, Type: j.Type.Model, GPUs: j.Type.Scale, Steps: j.Steps, Arrival: j.Arrival})
-		}
-		loads = append(loads, maifsWorkload{filepath.Base(path), work})
-	}
-	if len(loads) == 0 {
-		return fmt.Errorf("maifs-eval: no workload (--generate or --trace)")
+	loads, err := maifsLoads(opts, jo, m)
+	if err != nil {
+		return err
 	}
 	policies := make([]fungiblePolicy, len(opts.Policies))
 	for i, name := range opts.Policies {
@@ -191,34 +166,9 @@ func runMAIFSEval(_ context.Context, opts *maifsEvalOptions) error {
 		}
 		policies[i] = p
 	}
-	var rows []*maifsEvalRow
-	byKey := map[[2]string]*maifsEvalRow{}
-	for _, w := range loads {
-		for _, p := range policies {
-			row := byKey[[2]string{w.family, p.name}]
-			if row == nil {
-				row = &maifsEvalRow{Workload: w.family, Policy: p.name}
-				byKey[[2]string{w.family, p.name}] = row
-				rows = append(rows, row)
-			}
-			start := time.Now()
-			if p.maifs != nil {
-				p.maifs.Stats = env.MAIFSStats{}
-			}
-			res, err := fungible.Run(cluster, m, w.work, p.run)
-			if err != nil {
-				return fmt.Errorf("maifs-eval: %s on %s: %w", p.name, w.family, err)
-			}
-			row.AvgJCT, row.Makespan = append(row.AvgJCT, res.AvgJCT), append(row.Makespan, res.Makespan)
-			row.SecondsPP += time.Since(start).Seconds()
-			if p.maifs != nil {
-				s := p.maifs.Stats
-				row.MAIFS.Decisions += s.Decisions
-				row.MAIFS.Agents += s.Agents
-				row.MAIFS.Edges += s.Edges
-				row.MAIFS.Conflicts += s.Conflicts
-			}
-		}
+	rows, byKey, err := maifsRuns(cluster, m, loads, policies)
+	if err != nil {
+		return err
 	}
 	for _, row := range rows {
 		base := byKey[[2]string{row.Workload, opts.Baseline}]
@@ -238,6 +188,71 @@ func runMAIFSEval(_ context.Context, opts *maifsEvalOptions) error {
 		}
 	}
 	return writeMAIFSTable(opts.Out, rows, opts.Baseline)
+}
+
+// maifsLoads is every workload: --generate's jobs once per seed, then each --trace file.
+func maifsLoads(opts *maifsEvalOptions, jo *jobsOptions, m fungible.SpeedModel) ([]maifsWorkload, error) {
+	var loads []maifsWorkload
+	if opts.Generate != "" {
+		seeds, err := config.ParseSeeds(opts.Seeds)
+		if err != nil {
+			return nil, fmt.Errorf("maifs-eval: --seeds: %w", err)
+		}
+		for _, seed := range seeds {
+			jo.Seed = seed
+			work, _, err := generateWork(jo, m)
+			if err != nil {
+				return nil, fmt.Errorf("maifs-eval: %w", err)
+			}
+			loads = append(loads, maifsWorkload{"generate:" + opts.Generate, work})
+		}
+	}
+	for _, path := range opts.Traces {
+		tr, err := jobs.ReadTrace(path)
+		if err != nil {
+			return nil, fmt.Errorf("maifs-eval: %w", err)
+		}
+		loads = append(loads, maifsWorkload{filepath.Base(path), fungible.FromTrace(tr)})
+	}
+	if len(loads) == 0 {
+		return nil, fmt.Errorf("maifs-eval: no workload (--generate or --trace)")
+	}
+	return loads, nil
+}
+
+// maifsRuns runs every policy on every workload: one row per (workload family, policy), its
+// runs in workload order, so rows pair seed by seed.
+func maifsRuns(cluster fungible.Cluster, m fungible.SpeedModel, loads []maifsWorkload, policies []fungiblePolicy) ([]*maifsEvalRow, map[[2]string]*maifsEvalRow, error) {
+	var rows []*maifsEvalRow
+	byKey := map[[2]string]*maifsEvalRow{}
+	for _, w := range loads {
+		for _, p := range policies {
+			row := byKey[[2]string{w.family, p.name}]
+			if row == nil {
+				row = &maifsEvalRow{Workload: w.family, Policy: p.name}
+				byKey[[2]string{w.family, p.name}] = row
+				rows = append(rows, row)
+			}
+			start := time.Now()
+			if p.maifs != nil {
+				p.maifs.Stats = env.MAIFSStats{}
+			}
+			res, err := fungible.Run(cluster, m, w.work, p.run)
+			if err != nil {
+				return nil, nil, fmt.Errorf("maifs-eval: %s on %s: %w", p.name, w.family, err)
+			}
+			row.AvgJCT, row.Makespan = append(row.AvgJCT, res.AvgJCT), append(row.Makespan, res.Makespan)
+			row.SecondsPP += time.Since(start).Seconds()
+			if p.maifs != nil {
+				s := p.maifs.Stats
+				row.MAIFS.Decisions += s.Decisions
+				row.MAIFS.Agents += s.Agents
+				row.MAIFS.Edges += s.Edges
+				row.MAIFS.Conflicts += s.Conflicts
+			}
+		}
+	}
+	return rows, byKey, nil
 }
 
 // writeMAIFSTable prints the comparison as a Markdown table: hours, paired differences in %
