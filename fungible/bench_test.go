@@ -73,11 +73,11 @@ func BenchmarkRunPacked1000Jobs108GPUs(b *testing.B) {
 	c := mixCluster(b, "36:36:36")
 	var res Result
 	for b.Loop() {
-		pl, err := NewRoundPlanner("max_min_fairness_packed")
+		pl, err := NewRoundPolicy("max_min_fairness_packed")
 		if err != nil {
 			b.Fatal(err)
 		}
-		if res, err = Run(c, m, work, RunConfig{Planner: pl}); err != nil {
+		if res, err = Run(c, m, work, RunConfig{Policy: pl}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 func init() {
 	for _, name := range []string{"max_min_fairness", "max_min_fairness_perf"} {
-		registerPlanner(name, func() RoundPlanner {
+		registerPolicy(name, func() RoundPolicy {
 			pol, err := jobs.NewPolicy(name)
 			if err != nil {
 				panic(err) // jobs registers both names
@@ -26,7 +26,8 @@ type perType struct {
 	prio   [][jobs.NumGPUs]float64
 }
 
-func (p *perType) PlanRound(l *Ledger, m SpeedModel, r *jobs.Round, present []Job) (Plan, error) {
+func (p *perType) Plan(l *Ledger, m SpeedModel, s RoundState) (Plan, error) {
+	r, present := s.Round, s.jobs()
 	p.prio = append(p.prio[:0], make([][jobs.NumGPUs]float64, len(present))...)
 	p.policy.Priorities(r, p.prio)
 	var cs []combo

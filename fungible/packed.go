@@ -6,7 +6,7 @@ import (
 	"github.com/schedrl/schedrl/jobs"
 )
 
-func init() { registerPlanner("max_min_fairness_packed", func() RoundPlanner { return newPacked() }) }
+func init() { registerPolicy("max_min_fairness_packed", func() RoundPolicy { return newPacked() }) }
 
 // packed is Gavel's max_min_fairness_packed in the fungible world. Its LP (packedLP) gives each
 // job a time fraction alone on each GPU type and with each other job on the same GPUs, from the
@@ -45,7 +45,8 @@ func newPacked() *packed {
 	return &packed{got: map[ranKey]float64{}, before: map[int][jobs.NumGPUs]float64{}, coef: map[coefKey]float64{}}
 }
 
-func (p *packed) PlanRound(l *Ledger, m SpeedModel, r *jobs.Round, present []Job) (Plan, error) {
+func (p *packed) Plan(l *Ledger, m SpeedModel, s RoundState) (Plan, error) {
+	r, present := s.Round, s.jobs()
 	pos := make(map[int]int, len(r.Jobs))
 	for i, j := range r.Jobs {
 		pos[j.Index] = i

@@ -16,12 +16,12 @@ func TestRunPlannersReplayWithoutOverCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range RoundPlannerNames() {
-		pl, err := NewRoundPlanner(name)
+	for _, name := range RoundPolicyNames() {
+		pl, err := NewRoundPolicy(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(c, m, work, RunConfig{Planner: pl, Log: true})
+		res, err := Run(c, m, work, RunConfig{Policy: pl, Log: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -140,11 +140,11 @@ func TestPackedPairsWhereTheLPGains(t *testing.T) {
 	work := []Job{{ID: 0, Type: a3c, GPUs: 1, Steps: 6000, Arrival: 0}, {ID: 1, Type: lm, GPUs: 1, Steps: 75000, Arrival: 0}}
 	run := func(name string) Result {
 		t.Helper()
-		pl, err := NewRoundPlanner(name)
+		pl, err := NewRoundPolicy(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Run(c, m, work, RunConfig{Planner: pl, Round: 360, Log: true})
+		res, err := Run(c, m, work, RunConfig{Policy: pl, Round: 360, Log: true})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -179,14 +179,14 @@ func TestRunPlannersRejectBadWork(t *testing.T) {
 		`job type "Mystery" has no Synergy mapping`:                       {{ID: 1, Type: "Mystery", GPUs: 1, Steps: 10}},
 		`job 2: no throughput for "ResNet-50 (batch size 64)" on 16 GPUs`: {{ID: 2, Type: res50, GPUs: 16, Steps: 10}},
 	} {
-		for _, name := range RoundPlannerNames() {
-			pl, _ := NewRoundPlanner(name)
-			if _, err := Run(c, m, work, RunConfig{Planner: pl}); !contains(err, want) {
+		for _, name := range RoundPolicyNames() {
+			pl, _ := NewRoundPolicy(name)
+			if _, err := Run(c, m, work, RunConfig{Policy: pl}); !contains(err, want) {
 				t.Errorf("%s: error %v, want %q", name, err, want)
 			}
 		}
 	}
-	if _, err := NewRoundPlanner("max_min_fairness_pakced"); !contains(err, `unknown round planner "max_min_fairness_pakced" (have max_min_fairness, max_min_fairness_packed, max_min_fairness_perf)`) {
+	if _, err := NewRoundPolicy("max_min_fairness_pakced"); !contains(err, `unknown round policy "max_min_fairness_pakced" (have max_min_fairness, max_min_fairness_packed, max_min_fairness_perf)`) {
 		t.Errorf("error %v", err)
 	}
 }

@@ -15,14 +15,12 @@ import (
 type RunConfig struct {
 	Rule  Rule        // allocates each round's queue
 	Order jobs.Policy // orders each round's queue: any of jobs' policies (fifo, srtf, tiresias-las, ...)
-	// Planner, when set, decides each round instead of Order and Rule (Gavel's LPs); Policy,
-	// when set, allocates each round instead of Rule from every present job's state (learned
-	// policies). Rule, or Fixed when nil, still checks before the first round that every job
-	// fits the empty cluster.
-	Planner RoundPlanner
-	Policy  RoundPolicy
-	Round   float64 // round length in seconds; 0 means 360, as in jobs
-	Log     bool    // keep every change to the cluster in Result.Log
+	// Policy, when set, allocates each round instead of Rule from every present job's state
+	// (Gavel's LPs, learned policies; Order, when set, still sorts RoundState.Queue). Rule, or
+	// Fixed when nil, still checks before the first round that every job fits the empty cluster.
+	Policy RoundPolicy
+	Round  float64 // round length in seconds; 0 means 360, as in jobs
+	Log    bool    // keep every change to the cluster in Result.Log
 }
 
 // Event is one change to the cluster at a time: a round's plan (Start, Resize) at its boundary,
@@ -71,7 +69,7 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 		return Result{}, err
 	}
 	check := cfg.Rule
-	if check == nil && (cfg.Planner != nil || cfg.Policy != nil) {
+	if check == nil && cfg.Policy != nil {
 		check = Fixed
 	}
 	if err := checkWork(c, m, work, check); err != nil {
@@ -175,9 +173,11 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 
 // roundState is the boundary's view for a RoundPolicy: present jobs oldest first, with their
 // allocations in the round before (prev, nil before the first round).
-func roundState(now float64, present []*running, prev *Ledger, queue []Job) RoundState {
-	s := RoundState{Now: now, Present: make([]JobStatus, len(present)), Queue: queue}
+func roundState(now, length float64, jc jobs.Cluster, present []*running, prev *Ledger, queue []Job) RoundState {
+	s := RoundState{Now: now, Present: make([]JobStatus, len(present)), Queue: queue,
+		Round: &jobs.Round{Now: now, Length: length, Cluster: jc, Jobs: make([]*jobs.JobState, len(present))}}
 	for i, r := range present {
+		s.Round.Jobs[i] = r.state
 		st := JobStatus{Job: r.job, Done: r.state.Done, Attained: r.state.Attained, Waited: now - r.state.LastRan}
 		if prev != nil {
 			st.Prev, st.Held = prev.Get(r.job.ID)
@@ -241,20 +241,15 @@ func advance(m SpeedModel, a Allocation, pa *Allocation, rest, prest, length flo
 	return solo(p, length-together), nil
 }
 
-// plan is the round's decision: the planner's, the policy's from every present job's state, or the
-// rule's over the queue in the order's order.
+// plan is the round's decision: the policy's from every present job's state, or the rule's over
+// the queue in the order's order.
 func (cfg RunConfig) plan(l *Ledger, m SpeedModel, present []*running, prev *Ledger, jc jobs.Cluster, now float64) (Plan, error) {
-	if cfg.Planner != nil {
-		r := &jobs.Round{Now: now, Length: cfg.Round, Cluster: jc, Jobs: make([]*jobs.JobState, len(present))}
-		work := make([]Job, len(present))
-		for i, p := range present {
-			r.Jobs[i], work[i] = p.state, p.job
-		}
-		return cfg.Planner.PlanRound(l, m, r, work)
+	var queue []Job
+	if cfg.Order != nil {
+		queue = ordered(present, cfg.Order, jc, now, cfg.Round)
 	}
-	queue := ordered(present, cfg.Order, jc, now, cfg.Round)
 	if cfg.Policy != nil {
-		return cfg.Policy.Plan(l, m, roundState(now, present, prev, queue))
+		return cfg.Policy.Plan(l, m, roundState(now, cfg.Round, jc, present, prev, queue))
 	}
 	return cfg.Rule(l, m, queue)
 }

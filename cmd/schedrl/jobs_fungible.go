@@ -169,9 +169,9 @@ func fungibleDecider(opts *jobsOptions, policy string) (cfg fungible.RunConfig, 
 	case fo.Order != "":
 		return cfg, "", "", fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
 	}
-	if lp := strings.ReplaceAll(policy, "-", "_"); slices.Contains(fungible.RoundPlannerNames(), lp) {
+	if lp := strings.ReplaceAll(policy, "-", "_"); slices.Contains(fungible.RoundPolicyNames(), lp) {
 		// Gavel's LPs: their own priorities per (job or pair, GPU type), fixed demands.
-		cfg.Planner, err = fungible.NewRoundPlanner(lp)
+		cfg.Policy, err = fungible.NewRoundPolicy(lp)
 		if err != nil {
 			return cfg, "", "", fmt.Errorf("jobs: %w", err)
 		}

@@ -10,32 +10,26 @@ import (
 	"github.com/schedrl/schedrl/jobs"
 )
 
-// RoundPlanner decides a whole round from the present jobs' states, where a queue order and a
-// Rule are not enough: Gavel's LP policies give each (job or pair of jobs, GPU type) a priority
-// of its own. present[i] is the job of r.Jobs[i]. Like a Rule's, the plan is on top of l, which is
-// left as it was. A planner keeps state from round to round: one instance per run.
-type RoundPlanner interface {
-	PlanRound(l *Ledger, m SpeedModel, r *jobs.Round, present []Job) (Plan, error)
-}
+// roundPolicies are the round policies known by name (Gavel's LPs); learned ones are built by
+// their callers.
+var roundPolicies = map[string]func() RoundPolicy{}
 
-var roundPlanners = map[string]func() RoundPlanner{}
+// registerPolicy adds a round policy under its name; each policy's file registers itself.
+func registerPolicy(name string, newPolicy func() RoundPolicy) { roundPolicies[name] = newPolicy }
 
-// registerPlanner adds a planner under its name; each planner's file registers itself.
-func registerPlanner(name string, newPlanner func() RoundPlanner) { roundPlanners[name] = newPlanner }
-
-// NewRoundPlanner is a fresh instance of the planner registered under name.
-func NewRoundPlanner(name string) (RoundPlanner, error) {
-	f, ok := roundPlanners[name]
+// NewRoundPolicy is a fresh instance of the round policy registered under name.
+func NewRoundPolicy(name string) (RoundPolicy, error) {
+	f, ok := roundPolicies[name]
 	if !ok {
-		return nil, fmt.Errorf("unknown round planner %q (have %s)", name, strings.Join(RoundPlannerNames(), ", "))
+		return nil, fmt.Errorf("unknown round policy %q (have %s)", name, strings.Join(RoundPolicyNames(), ", "))
 	}
 	return f(), nil
 }
 
-// RoundPlannerNames lists the registered planners, sorted.
-func RoundPlannerNames() []string {
-	out := make([]string, 0, len(roundPlanners))
-	for n := range roundPlanners {
+// RoundPolicyNames lists the registered round policies, sorted.
+func RoundPolicyNames() []string {
+	out := make([]string, 0, len(roundPolicies))
+	for n := range roundPolicies {
 		out = append(out, n)
 	}
 	sort.Strings(out)
