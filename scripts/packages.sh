@@ -4,7 +4,7 @@
 #                       git-ignored folders such as out/ is left out: a local run tests what CI does)
 #   packages.sh nocgo   those of them that do not depend on gotch: they must build and test
 #                       with CGO_ENABLED=0
-#   packages.sh check   fails when a package outside nn, pretrain, finetune, eval and cmd
+#   packages.sh check   fails when a package outside nn, pretrain, finetune and cmd
 #                       depends on gotch, directly or through another package (docs/design.md)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -29,13 +29,13 @@ all) listing | cut -d' ' -f1 ;;
 nocgo) listing | grep -v ' github.com/sugarme/gotch' | cut -d' ' -f1 || true ;;
 check)
 	bad="$(listing | grep ' github.com/sugarme/gotch' | cut -d' ' -f1 |
-		grep -Ev "^$module/(nn|pretrain|finetune|eval|cmd)(/|$)" || true)"
+		grep -Ev "^$module/(nn|pretrain|finetune|cmd)(/|$)" || true)"
 	if [[ -n "$bad" ]]; then
-		echo "packages: these must not depend on gotch/libtorch (only nn, pretrain, finetune, eval, cmd may):" >&2
+		echo "packages: these must not depend on gotch/libtorch (only nn, pretrain, finetune, cmd may):" >&2
 		echo "$bad" >&2
 		exit 1
 	fi
-	echo "packages: gotch is imported only by nn, pretrain, finetune, eval, cmd"
+	echo "packages: gotch is imported only by nn, pretrain, finetune, cmd"
 	;;
 *)
 	echo "usage: $0 all|nocgo|check" >&2
