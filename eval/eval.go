@@ -54,14 +54,11 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 	if err != nil {
 		return nil, err
 	}
-	out, err := atomicfile.CreateDir(cfg.Out, opts.Force)
+	out, err := createReportDir(cfg.Out, opts.Force)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-	if err := os.Chmod(out.Tmp, 0o755); err != nil { // a report is for everyone to read
-		return nil, err
-	}
 	log.Info("eval: starting", "policies", len(plan.refs), "traces", len(plan.traces),
 		"seeds", len(plan.seeds), "runs", len(plan.jobs()), "parallelism", plan.workers)
 	runs, err := plan.runAll(ctx, log, opts.Progress)
@@ -133,4 +130,18 @@ func fileExists(what, path string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
+}
+
+// createReportDir starts the report directory under a temporary name, readable by everyone (a
+// report is for everyone to read); the caller commits or aborts it.
+func createReportDir(path string, force bool) (*atomicfile.Dir, error) {
+	out, err := atomicfile.CreateDir(path, force)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(out.Tmp, 0o755); err != nil {
+		out.Abort()
+		return nil, err
+	}
+	return out, nil
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -76,14 +75,11 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	if err := distinctFileNames(names); err != nil {
 		return nil, err
 	}
-	out, err := atomicfile.CreateDir(cfg.Out, opts.Force)
+	out, err := createReportDir(cfg.Out, opts.Force)
 	if err != nil {
 		return nil, err
 	}
 	defer out.Abort()
-	if err := os.Chmod(out.Tmp, 0o755); err != nil { // a report is for everyone to read
-		return nil, err
-	}
 	type job struct{ policy, workload, seed int }
 	var js []job
 	first := make([]int, len(policies)*len(names)+1) // result k's runs are js[first[k]:first[k+1]]
