@@ -9,13 +9,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/syncbuf"
 	"github.com/schedrl/schedrl/internal/testserver"
 )
 
@@ -23,7 +23,7 @@ import (
 var (
 	minioSrv  *testserver.MinIO
 	mlflowSrv *testserver.MLflow
-	logs      lockedBuffer // every test registry logs here; TestNoSecretsAnywhere greps it
+	logs      syncbuf.Buffer // every test registry logs here; TestNoSecretsAnywhere greps it
 	bucketSeq atomic.Int64
 )
 
@@ -46,23 +46,6 @@ func run(m *testing.M) int {
 	}
 	defer mlflowSrv.Close()
 	return m.Run()
-}
-
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func testLogger() *slog.Logger {

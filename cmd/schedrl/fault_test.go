@@ -25,6 +25,7 @@ import (
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/syncbuf"
 	"github.com/schedrl/schedrl/internal/testserver"
 	"github.com/schedrl/schedrl/registry"
 )
@@ -36,25 +37,7 @@ const faultSeed = 26
 type process struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
-	stderr lockedBuffer
-}
-
-// lockedBuffer is stderr, which a test reads while the process still writes it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	stderr syncbuf.Buffer
 }
 
 func startSchedrl(t *testing.T, env []string, args ...string) *process {
