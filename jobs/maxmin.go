@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"encoding/binary"
 	"math"
 	"slices"
 )
@@ -25,6 +26,8 @@ type maxMinLP struct {
 	n     int
 	out   [][NumGPUs]float64
 	rows  map[[NumGPUs + 1]float64]int
+	key   []byte
+	known map[string]lpSolution // solutions by their LP's exact inputs (see solve)
 
 	pt, aff, step pdPoint                         // the iterate, the predictor and the step
 	kinv          [][blockSize][blockSize]float64 // per class: its block's inverse
@@ -102,6 +105,9 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 			s.class = append(s.class, i)
 		}
 	}
+	if x, t, ok := s.recall(); ok {
+		return s.expand(x), t
+	}
 	s.alloc(m)
 	s.start()
 	barriers := float64(n)
@@ -132,13 +138,58 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		ap, ad := s.maxSteps(&s.step)
 		s.move(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
 	}
+	s.remember(s.pt.x, s.pt.t)
+	return s.expand(s.pt.x), s.pt.t
+}
+
+// expand gives each job its class's allocation, clipped to [0, 1].
+func (s *maxMinLP) expand(x [][NumGPUs]float64) [][NumGPUs]float64 {
 	s.out = grow(s.out, len(s.class))
 	for i, c := range s.class {
-		for g := range n {
-			s.out[i][g] = math.Min(1, math.Max(0, s.pt.x[c][g]))
+		for g := range s.n {
+			s.out[i][g] = math.Min(1, math.Max(0, x[c][g]))
 		}
 	}
-	return s.out, s.pt.t
+	return s.out
+}
+
+// The same LP comes back often (a job finishes and one of the same class arrives; without
+// perf every job of a scale has the same row): its classes' rows, scales and multiplicities
+// and the capacities determine the whole solve, so the stored solution is bit for bit the one
+// solving it again would give.
+type lpSolution struct {
+	x [][NumGPUs]float64
+	t float64
+}
+
+// maxKnown bounds the stored solutions; past it the store starts again.
+const maxKnown = 4096
+
+// recall builds the key of the loaded LP and returns its stored solution, if any.
+func (s *maxMinLP) recall() ([][NumGPUs]float64, float64, bool) {
+	s.key = s.key[:0]
+	put := func(v float64) { s.key = binary.LittleEndian.AppendUint64(s.key, math.Float64bits(v)) }
+	put(float64(s.n))
+	for g := range s.n {
+		put(s.cap[g])
+	}
+	for i := range s.a {
+		for g := range s.n {
+			put(s.a[i][g])
+		}
+		put(s.scale[i])
+		put(s.mult[i])
+	}
+	sol, ok := s.known[string(s.key)]
+	return sol.x, sol.t, ok
+}
+
+// remember stores the solution of the LP recall last keyed.
+func (s *maxMinLP) remember(x [][NumGPUs]float64, t float64) {
+	if s.known == nil || len(s.known) == maxKnown {
+		s.known = map[string]lpSolution{}
+	}
+	s.known[string(s.key)] = lpSolution{slices.Clone(x), t}
 }
 
 // pdPoint is a primal-dual point, or a direction: per class the allocation x (dual z), the
@@ -329,12 +380,13 @@ func (s *maxMinLP) factor() {
 			k[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
 		}
 		k[tr][tr], k[fr][fr] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
-		inv := invertLU(k)
-		s.kinv[i] = inv
+		inv := &s.kinv[i]
+		invertLU(&k, inv)
 		ms := s.mult[i] * s.scale[i]
+		ms2 := ms * ms
 		for g := range n {
 			for h := range n {
-				s.schur[g][h] += ms * ms * inv[g][h]
+				s.schur[g][h] += ms2 * inv[g][h]
 			}
 			s.schur[g][n] -= ms * inv[g][fr]
 			s.schur[n][g] += ms * inv[fr][g]
@@ -403,11 +455,15 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 		rr, rf := s.rr[i], s.rf[i]
 		ms := s.mult[i] * s.scale[i]
 		inv := &s.kinv[i]
+		var du [NumGPUs]float64 // ms du_h, hoisted out of the rows
+		for h := range n {
+			du[h] = ms * sol[h]
+		}
 		var v [blockSize]float64
 		for r := range blockSize {
 			v[r] = s.base[i][r] + dt*inv[r][fr]
 			for h := range n {
-				v[r] -= ms * sol[h] * inv[r][h]
+				v[r] -= du[h] * inv[r][h]
 			}
 		}
 		sx, ax := 0.0, 0.0
@@ -427,10 +483,10 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	}
 }
 
-// invertLU inverts a class's block by Gauss-Jordan elimination with partial pivoting (the
-// block is symmetric but indefinite).
-func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
-	var inv [blockSize][blockSize]float64
+// invertLU inverts a class's block a into inv by Gauss-Jordan elimination with partial
+// pivoting (the block is symmetric but indefinite), in place on a.
+func invertLU(a, inv *[blockSize][blockSize]float64) {
+	*inv = [blockSize][blockSize]float64{}
 	for i := range blockSize {
 		inv[i][i] = 1
 	}
@@ -441,19 +497,24 @@ func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
 				piv = r
 			}
 		}
-		a[c], a[piv] = a[piv], a[c]
-		inv[c], inv[piv] = inv[piv], inv[c]
+		if piv != c {
+			a[c], a[piv] = a[piv], a[c]
+			inv[c], inv[piv] = inv[piv], inv[c]
+		}
 		d := 1 / a[c][c]
+		ac, ic := &a[c], &inv[c]
 		for r := range blockSize {
-			if r == c || a[r][c] == 0 {
+			ar := &a[r]
+			if r == c || ar[c] == 0 {
 				continue
 			}
-			f := a[r][c] * d
+			f := ar[c] * d
 			for cc := c; cc < blockSize; cc++ {
-				a[r][cc] -= f * a[c][cc]
+				ar[cc] -= f * ac[cc]
 			}
+			ir := &inv[r]
 			for cc := range blockSize {
-				inv[r][cc] -= f * inv[c][cc]
+				ir[cc] -= f * ic[cc]
 			}
 		}
 	}
@@ -463,7 +524,6 @@ func invertLU(a [blockSize][blockSize]float64) [blockSize][blockSize]float64 {
 			inv[r][cc] *= d
 		}
 	}
-	return inv
 }
 
 // maxSteps are the largest primal and dual steps along d that keep every slack and dual

@@ -3,6 +3,7 @@ package jobs
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -92,5 +93,38 @@ func TestMaxMinLPIdenticalJobsShareEvenly(t *testing.T) {
 				t.Fatalf("job %d allocation %v, want 1/3 on each type like job 0's %v", i, x[i], x[0])
 			}
 		}
+	}
+}
+
+// A solve of an LP solved before returns the stored solution, bit for bit what a fresh solver
+// gives, and an LP that differs only in a class's number of jobs is solved anew.
+func TestMaxMinLPReusesSolutionOfSameInputs(t *testing.T) {
+	c := Cluster{GPUs: [NumGPUs]int{4, 2, 2}}
+	types := []GPU{0, 1, 2}
+	rows := [][NumGPUs]float64{{1, 2, 3}, {2, 2, 1}, {1, 2, 3}, {0.5, 4, 1}, {1, 2, 3}} // jobs 0, 2 and 4: one class
+	lp := func(s *maxMinLP, m int) ([][NumGPUs]float64, float64) {
+		s.setup(types, c, true, m, func(i int) ([NumGPUs]float64, int, float64) {
+			return rows[i], 1 + i%2, 1
+		})
+		x, opt := s.solve()
+		return slices.Clone(x), opt
+	}
+	var s maxMinLP
+	x5, t5 := lp(&s, 5)
+	x4, t4 := lp(&s, 4)
+	if t4 == t5 {
+		t.Fatalf("4 and 5 jobs share the optimum %g: the second LP was not solved", t4)
+	}
+	again, tAgain := lp(&s, 5)
+	if len(s.known) != 2 {
+		t.Fatalf("%d stored solutions after solving two LPs, want 2", len(s.known))
+	}
+	var fresh maxMinLP
+	want, tWant := lp(&fresh, 5)
+	if tAgain != tWant || t5 != tWant || !slices.Equal(again, want) || !slices.Equal(x5, want) {
+		t.Fatalf("re-solve gives t=%v %v, fresh solver t=%v %v", tAgain, again, tWant, want)
+	}
+	if slices.Equal(x4[:4], want[:4]) {
+		t.Fatalf("4 jobs got the 5-job allocation %v", x4)
 	}
 }
