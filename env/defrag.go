@@ -80,6 +80,8 @@ type Defrag struct {
 	pendingGPU  int64 // total pending GPU milli
 
 	tasks   []sim.Placement // stage-one candidates, by name
+	shapeOf []int32         // per task: its index in shapes
+	shapes  []shapeFit
 	movable []bool
 	gain    []float64 // fragment (milli) the task's node loses without it
 	target0 []float64 // fragment (milli) the task's best target on another node loses by taking it
@@ -87,6 +89,7 @@ type Defrag struct {
 	touched [2]int // nodes the last migration changed; -1 before the first
 
 	picked     sim.Placement
+	pickedK    int // picked's index in tasks
 	pickedGain float64
 	feasible   []bool
 	target     []scored // per node: best GPU choice for the picked task and its fragment change
@@ -145,47 +148,96 @@ type movableShape struct {
 	spec            string
 }
 
+// shapeFit is one task shape's targets: per node whether the shape fits there and the
+// fragment (milli) the node loses by taking it, and the best two nodes by that gain.
+type shapeFit struct {
+	task                 sim.Task // a task of the shape
+	shape                int32    // its ScoreCache shape
+	fits                 []bool
+	gain                 []float64
+	best, second         int // nodes; -1 none
+	bestGain, secondGain float64
+}
+
+// rank finds the best two nodes in node order; ties go to the lower-indexed node.
+func (f *shapeFit) rank() {
+	f.best, f.second, f.bestGain, f.secondGain = -1, -1, 0, 0
+	for i, ok := range f.fits {
+		if !ok {
+			continue
+		}
+		switch g := f.gain[i]; {
+		case f.best < 0 || g > f.bestGain:
+			f.second, f.secondGain, f.best, f.bestGain = f.best, f.bestGain, i, g
+		case f.second < 0 || g > f.secondGain:
+			f.second, f.secondGain = i, g
+		}
+	}
+}
+
+// rescore recomputes node i's entry of f and reports whether it changed.
+func (d *Defrag) rescore(f *shapeFit, i int) bool {
+	s, ok := d.cache.score(d.c, d.class, f.shape, f.task, i)
+	g := 0.0
+	if ok {
+		g = -s.delta
+	}
+	changed := ok != f.fits[i] || g != f.gain[i]
+	f.fits[i], f.gain[i] = ok, g
+	return changed
+}
+
+// buildShapes groups the tasks by shape and scores every shape on every feasible node.
+func (d *Defrag) buildShapes() {
+	n := d.c.NumNodes()
+	ids := map[movableShape]int32{}
+	d.shapeOf = make([]int32, len(d.tasks))
+	for k, p := range d.tasks {
+		t := p.Task
+		key := movableShape{t.CPU, t.Mem, t.GPUMilli, t.NumGPU, t.Spec()}
+		id, ok := ids[key]
+		if !ok {
+			id = int32(len(d.shapes))
+			ids[key] = id
+			f := shapeFit{task: t, shape: d.cache.shape(t), fits: make([]bool, n), gain: make([]float64, n)}
+			d.nodeBuf = d.c.FeasibleNodes(t, d.nodeBuf[:0])
+			for _, i := range d.nodeBuf {
+				d.rescore(&f, i)
+			}
+			f.rank()
+			d.shapes = append(d.shapes, f)
+		}
+		d.shapeOf[k] = id
+	}
+}
+
 // refresh rebuilds stage one's candidates and ends the episode when nothing can move or the
 // budget is spent. A task is movable when it fits some node other than its own; tasks of one
-// shape share the feasibility scan and the search for their best target (and the runner-up on
-// another node, for the task that sits on the best). Migrations keep the set of running tasks,
-// so the name order is kept, and a task's source gain changes only when its node did.
+// shape share their per-node scores and best two targets (the runner-up, on another node, is
+// for the task that sits on the best). A migration changes only its two nodes, so after one
+// each shape rescores just those and reranks only when they changed; migrations keep the set
+// of running tasks, so the name order and the shapes are kept, and a task's source gain
+// changes only when its node did.
 func (d *Defrag) refresh() {
 	d.stage = 0
 	d.movable = grow(d.movable, len(d.tasks))
 	d.target0 = grow(d.target0, len(d.tasks))
-	first := len(d.gain) != len(d.tasks)
 	d.gain = grow(d.gain, len(d.tasks))
-	type fit struct {
-		best, second         int // nodes; -1 none
-		bestGain, secondGain float64
-	}
-	fits := map[movableShape]fit{}
-	d.nMov = 0
-	for k := range d.tasks {
-		p, _ := d.c.Placement(d.tasks[k].Task.Name)
-		d.tasks[k] = p
-		t := p.Task
-		key := movableShape{t.CPU, t.Mem, t.GPUMilli, t.NumGPU, t.Spec()}
-		f, ok := fits[key]
-		if !ok {
-			f = fit{best: -1, second: -1}
-			d.nodeBuf = d.c.FeasibleNodes(t, d.nodeBuf[:0])
-			shape := d.cache.shape(t)
-			for _, i := range d.nodeBuf {
-				s, ok := d.cache.score(d.c, d.class, shape, t, i)
-				if !ok {
-					continue
-				}
-				switch g := -s.delta; {
-				case f.best < 0 || g > f.bestGain:
-					f.second, f.secondGain, f.best, f.bestGain = f.best, f.bestGain, i, g
-				case f.second < 0 || g > f.secondGain:
-					f.second, f.secondGain = i, g
-				}
+	first := d.shapeOf == nil
+	if first {
+		d.buildShapes()
+	} else {
+		for s := range d.shapes {
+			f := &d.shapes[s]
+			a, b := d.rescore(f, d.touched[0]), d.rescore(f, d.touched[1])
+			if a || b {
+				f.rank()
 			}
-			fits[key] = f
 		}
+	}
+	d.nMov = 0
+	for k, p := range d.tasks {
+		f := &d.shapes[d.shapeOf[k]]
 		to, gain := f.best, f.bestGain
 		if to == p.Choice.Node {
 			to, gain = f.second, f.secondGain
@@ -196,7 +248,7 @@ func (d *Defrag) refresh() {
 			d.nMov++
 		}
 		if n := p.Choice.Node; first || n == d.touched[0] || n == d.touched[1] {
-			without, _ := d.c.FragWithout(t.Name)
+			without, _ := d.c.FragWithout(p.Task.Name)
 			d.gain[k] = d.c.NodeFrag(n) - without
 		}
 	}
@@ -327,7 +379,7 @@ func (d *Defrag) Step(a Action) (Result, error) {
 			d.done = true
 			return Result{Done: true}, nil
 		}
-		d.pick(d.tasks[a.Candidate], d.gain[a.Candidate])
+		d.pick(a.Candidate)
 		return Result{}, nil
 	}
 	ch, err := d.Target(a)
@@ -339,6 +391,7 @@ func (d *Defrag) Step(a Action) (Result, error) {
 		return Result{}, err
 	}
 	d.used++
+	d.tasks[d.pickedK], _ = d.c.Placement(d.picked.Task.Name)
 	d.touched = [2]int{d.picked.Choice.Node, ch.Node}
 	delta := d.c.ClusterFrag() - before
 	_, placeable := Placeable(d.c, d.pending, d.placer)
@@ -348,9 +401,10 @@ func (d *Defrag) Step(a Action) (Result, error) {
 	return Result{Reward: d.Reward(d.picked.Task, delta, gained), Done: d.done, Choice: ch, FragDelta: delta}, nil
 }
 
-// pick moves to stage two with p, whose node loses gain by its leaving, as the task to migrate.
-func (d *Defrag) pick(p sim.Placement, gain float64) {
-	d.picked, d.pickedGain, d.stage = p, gain, 1
+// pick moves to stage two with candidate k as the task to migrate.
+func (d *Defrag) pick(k int) {
+	p := d.tasks[k]
+	d.picked, d.pickedK, d.pickedGain, d.stage = p, k, d.gain[k], 1
 	clear(d.feasible)
 	d.nodeBuf = d.c.FeasibleNodes(p.Task, d.nodeBuf[:0])
 	shape := d.cache.shape(p.Task)
