@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -14,18 +14,7 @@ import (
 // feasible nodes (seeded), the tasks that fit nowhere queued until 50 wait.
 func openbDefrag(t testing.TB) (*sim.Cluster, []sim.Task) {
 	t.Helper()
-	nodes, err := sim.LoadNodes(repotest.OpenbNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace, err := sim.LoadTasks(repotest.OpenbPods("default"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := sim.TypicalShapes(trace, 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, trace, model := simtest.OpenbTrace(t, "default")
 	c, err := sim.NewCluster(nodes, model)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/schedrl/schedrl/env"
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -16,18 +16,7 @@ import (
 // forms within minutes, so the trigger (every 5 min, head waited 1 min) invokes the agent.
 func smallTimeline(t *testing.T) (Timeline, Config) {
 	t.Helper()
-	nodes, err := sim.LoadNodes(repotest.OpenbNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace, err := sim.LoadTasks(repotest.OpenbPods("default"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := sim.TypicalShapes(trace, 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, trace, model := simtest.OpenbTrace(t, "default")
 	tl := Timeline{Nodes: nodes[:120], Trace: trace, Model: model, Load: 1.1, Seed: 5, Duration: 7200, Warmup: 1800, Cap: 3600,
 		Placer: "fgd", Queue: "backfill"}
 	cfg := DefaultConfig()

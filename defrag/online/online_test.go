@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
@@ -36,18 +36,7 @@ func TestValidateNamesTheKey(t *testing.T) {
 // runOpenb runs 3 h of the default openb trace at load 1.1 with method (nil: none).
 func runOpenb(t *testing.T, p Planner, cfg Config) (*tasks.Result, *Defragmenter) {
 	t.Helper()
-	nodes, err := sim.LoadNodes(repotest.OpenbNodes())
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace, err := sim.LoadTasks(repotest.OpenbPods("default"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := sim.TypicalShapes(trace, 0.95)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nodes, trace, model := simtest.OpenbTrace(t, "default")
 	c, err := sim.NewCluster(nodes, model)
 	if err != nil {
 		t.Fatal(err)

@@ -33,3 +33,22 @@ func OpenbCluster(tb testing.TB, trace string, tune float64, seed uint64) (*sim.
 	}
 	return c, p.Workload
 }
+
+// OpenbTrace is the openb node list, the pod list trace (a short name) in trace order and its
+// typical shapes at the paper's 95% coverage: the parts timed worlds build their own runs from.
+func OpenbTrace(tb testing.TB, trace string) ([]sim.Node, []sim.Task, *sim.FragModel) {
+	tb.Helper()
+	nodes, err := sim.LoadNodes(repotest.OpenbNodes())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tasks, err := sim.LoadTasks(repotest.OpenbPods(trace))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	model, err := sim.TypicalShapes(tasks, 0.95)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return nodes, tasks, model
+}
