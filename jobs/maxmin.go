@@ -36,6 +36,8 @@ type maxMinLP struct {
 	rr, rf        []float64          // per class: time and fairness row residuals
 	rd            [][NumGPUs]float64 // per class: the dual rows of x
 	rq            [NumGPUs]float64   // capacity residuals
+	ix            [][NumGPUs]float64 // per class at the current point: 1/x, 1/y and 1/v (a
+	iy, iv        []float64          // product is cheaper than the divisions they save)
 	rt            float64            // the dual row of t
 }
 
@@ -229,6 +231,7 @@ func (s *maxMinLP) alloc(m int) {
 	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
 	s.base = slices.Grow(s.base[:0], m)[:m]
 	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
+	s.ix, s.iy, s.iv = grow(s.ix, m), growF(s.iy, m), growF(s.iv, m)
 }
 
 // start is a primal-feasible point: every job gets the same share of each type, in proportion
@@ -370,18 +373,14 @@ func (s *maxMinLP) factor() {
 	p, n := &s.pt, s.n
 	s.schur = [NumGPUs + 1][blockSize]float64{}
 	for i := range p.x {
-		var k [blockSize][blockSize]float64
+		inv, ix := &s.kinv[i], &s.ix[i]
+		s.iy[i], s.iv[i] = 1/p.y[i], 1/p.v[i]
+		var c [NumGPUs]float64
 		for g := range n {
-			k[g][g] = p.z[i][g] / p.x[i][g]
-			k[g][tr], k[tr][g] = 1, 1
-			k[g][fr], k[fr][g] = s.a[i][g], s.a[i][g]
+			ix[g] = 1 / p.x[i][g]
+			c[g] = p.x[i][g] / p.z[i][g]
 		}
-		for g := n; g < NumGPUs; g++ {
-			k[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
-		}
-		k[tr][tr], k[fr][fr] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
-		inv := &s.kinv[i]
-		invertLU(&k, inv)
+		blockInverse(&c, &s.a[i], p.r[i]*s.iy[i], p.f[i]*s.iv[i], n, inv)
 		ms := s.mult[i] * s.scale[i]
 		ms2 := ms * ms
 		for g := range n {
@@ -416,7 +415,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
 	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
 	for i := range p.x {
-		rr, rf, rd := s.rr[i], s.rf[i], &s.rd[i]
+		rr, rf, rd, ix := s.rr[i], s.rf[i], &s.rd[i], &s.ix[i]
 		mu := s.mult[i] * nu
 		kr, kf := mu-p.r[i]*p.y[i], mu-p.f[i]*p.v[i]
 		if aff != nil {
@@ -430,9 +429,9 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 				kx -= aff.x[i][g] * aff.z[i][g]
 			}
 			d.z[i][g] = kx
-			rhs[g] = kx/p.x[i][g] + rd[g]
+			rhs[g] = kx*ix[g] + rd[g]
 		}
-		rhs[tr], rhs[fr] = rr-kr/p.y[i], kf/p.v[i]-rf
+		rhs[tr], rhs[fr] = rr-kr*s.iy[i], kf*s.iv[i]-rf
 		inv := &s.kinv[i]
 		var base [blockSize]float64
 		for r := range blockSize {
@@ -452,7 +451,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	d.t = dt
 	var used [NumGPUs]float64
 	for i := range p.x {
-		rr, rf := s.rr[i], s.rf[i]
+		rr, rf, ix := s.rr[i], s.rf[i], &s.ix[i]
 		ms := s.mult[i] * s.scale[i]
 		inv := &s.kinv[i]
 		var du [NumGPUs]float64 // ms du_h, hoisted out of the rows
@@ -472,7 +471,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			sx += v[g]
 			ax += s.a[i][g] * v[g]
 			used[g] += ms * v[g]
-			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) / p.x[i][g]
+			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) * ix[g]
 		}
 		d.r[i], d.f[i] = rr-sx, rf+ax-dt
 		d.y[i], d.v[i] = v[tr], -v[fr]
@@ -480,49 +479,6 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	for g := range n {
 		d.q[g] = rq[g] - used[g]
 		d.u[g] = sol[g]
-	}
-}
-
-// invertLU inverts a class's block a into inv by Gauss-Jordan elimination with partial
-// pivoting (the block is symmetric but indefinite), in place on a.
-func invertLU(a, inv *[blockSize][blockSize]float64) {
-	*inv = [blockSize][blockSize]float64{}
-	for i := range blockSize {
-		inv[i][i] = 1
-	}
-	for c := range blockSize {
-		piv := c
-		for r := c + 1; r < blockSize; r++ {
-			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
-				piv = r
-			}
-		}
-		if piv != c {
-			a[c], a[piv] = a[piv], a[c]
-			inv[c], inv[piv] = inv[piv], inv[c]
-		}
-		d := 1 / a[c][c]
-		ac, ic := &a[c], &inv[c]
-		for r := range blockSize {
-			ar := &a[r]
-			if r == c || ar[c] == 0 {
-				continue
-			}
-			f := ar[c] * d
-			for cc := c; cc < blockSize; cc++ {
-				ar[cc] -= f * ac[cc]
-			}
-			ir := &inv[r]
-			for cc := range blockSize {
-				ir[cc] -= f * ic[cc]
-			}
-		}
-	}
-	for r := range blockSize {
-		d := 1 / a[r][r]
-		for cc := range blockSize {
-			inv[r][cc] *= d
-		}
 	}
 }
 
@@ -601,4 +557,55 @@ func solveAug(aug [NumGPUs + 1][blockSize]float64, k, rhs int) [NumGPUs + 1]floa
 		x[r] = v / aug[r][r]
 	}
 	return x
+}
+
+// blockInverse writes the inverse of a class's block
+//
+//	[D   1   a ]
+//	[1' -rho 0 ]
+//	[a'  0  -phi],  D = diag(1/c) over the cluster's n types, identity rows for the others,
+//
+// in closed form, from c = x/z (0 for a type the cluster lacks, which decouples it exactly).
+// Every entry is a cofactor over the determinant, both divided by det D: polynomials in c,
+// rho, phi and the differences a_g - a_h. For the determinant and the diagonal all terms are
+// non-negative, e.g. det/det D = rho phi + sum_g (rho a_g^2 + phi) c_g + sum_{g<h} (a_g - a_h)^2
+// c_g c_h, so nothing large cancels where the block is nearly singular (rho, phi and the z of
+// free allocations vanish near the optimum; without perf all a_g are equal and the time and
+// fairness rows nearly parallel), where elimination with pivoting can meet a zero pivot. The
+// other entries are sums of two or three products. A third of the operations of elimination,
+// and no branch.
+func blockInverse(c, a *[NumGPUs]float64, rho, phi float64, n int, inv *[blockSize][blockSize]float64) {
+	c0, c1, c2 := c[0], c[1], c[2]
+	a0, a1, a2 := a[0], a[1], a[2]
+	e01, e02, e12 := a0-a1, a0-a2, a1-a2
+	w0, w1, w2 := rho*a0*a0+phi, rho*a1*a1+phi, rho*a2*a2+phi
+	c01, c02, c12 := c0*c1, c0*c2, c1*c2
+	rp := rho * phi
+	q := 1 / (rp + w0*c0 + w1*c1 + w2*c2 + e01*e01*c01 + e02*e02*c02 + e12*e12*c12)
+	tf := (a0*c0 + a1*c1 + a2*c2) * q
+	inv[tr][tr], inv[fr][fr], inv[tr][fr], inv[fr][tr] = -(phi+a0*a0*c0+a1*a1*c1+a2*a2*c2)*q, -(rho+c0+c1+c2)*q, tf, tf
+
+	xt0 := c0 * (phi - a1*e01*c1 - a2*e02*c2) * q
+	xt1 := c1 * (phi + a0*e01*c0 - a2*e12*c2) * q
+	xt2 := c2 * (phi + a0*e02*c0 + a1*e12*c1) * q
+	xf0 := c0 * (rho*a0 + e01*c1 + e02*c2) * q
+	xf1 := c1 * (rho*a1 - e01*c0 + e12*c2) * q
+	xf2 := c2 * (rho*a2 - e02*c0 - e12*c1) * q
+	inv[0][tr], inv[1][tr], inv[2][tr] = xt0, xt1, xt2
+	inv[tr][0], inv[tr][1], inv[tr][2] = xt0, xt1, xt2
+	inv[0][fr], inv[1][fr], inv[2][fr] = xf0, xf1, xf2
+	inv[fr][0], inv[fr][1], inv[fr][2] = xf0, xf1, xf2
+
+	inv[0][0] = c0 * (rp + w1*c1 + w2*c2 + e12*e12*c12) * q
+	inv[1][1] = c1 * (rp + w0*c0 + w2*c2 + e02*e02*c02) * q
+	inv[2][2] = c2 * (rp + w0*c0 + w1*c1 + e01*e01*c01) * q
+	o01 := -c01 * (phi + rho*a0*a1 + e02*e12*c2) * q
+	o02 := -c02 * (phi + rho*a0*a2 - e01*e12*c1) * q
+	o12 := -c12 * (phi + rho*a1*a2 + e01*e02*c0) * q
+	inv[0][1], inv[1][0] = o01, o01
+	inv[0][2], inv[2][0] = o02, o02
+	inv[1][2], inv[2][1] = o12, o12
+	for g := n; g < NumGPUs; g++ {
+		inv[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
+	}
 }
