@@ -36,8 +36,9 @@ type maxMinLP struct {
 	rr, rf        []float64          // per class: time and fairness row residuals
 	rd            [][NumGPUs]float64 // per class: the dual rows of x
 	rq            [NumGPUs]float64   // capacity residuals
-	ix            [][NumGPUs]float64 // per class at the current point: 1/x, 1/y and 1/v (a
-	iy, iv        []float64          // product is cheaper than the divisions they save)
+	ix, iz        [][NumGPUs]float64 // per class at the current point (set by factor): 1/x,
+	iy, iv        []float64          // 1/z, 1/y, 1/v, 1/r and 1/f (products are cheaper than
+	ir, iff       []float64          // the divisions they save)
 	rt            float64            // the dual row of t
 }
 
@@ -231,7 +232,8 @@ func (s *maxMinLP) alloc(m int) {
 	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
 	s.base = slices.Grow(s.base[:0], m)[:m]
 	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
-	s.ix, s.iy, s.iv = grow(s.ix, m), growF(s.iy, m), growF(s.iv, m)
+	s.ix, s.iz = grow(s.ix, m), grow(s.iz, m)
+	s.iy, s.iv, s.ir, s.iff = growF(s.iy, m), growF(s.iv, m), growF(s.ir, m), growF(s.iff, m)
 }
 
 // start is a primal-feasible point: every job gets the same share of each type, in proportion
@@ -306,7 +308,7 @@ func (s *maxMinLP) gapAfter(d *pdPoint, ap, ad float64) float64 {
 func (s *maxMinLP) centrality(nu float64) float64 {
 	p, n := &s.pt, s.n
 	worst := 0.0
-	dev := func(prod, w float64) { worst = math.Max(worst, math.Abs(prod/(w*nu)-1)) }
+	dev := func(prod, w float64) { worst = max(worst, math.Abs(prod/(w*nu)-1)) }
 	for i := range p.x {
 		mu := s.mult[i]
 		for g := range n {
@@ -336,18 +338,18 @@ func (s *maxMinLP) residuals() float64 {
 			rf += s.a[i][g] * p.x[i][g]
 			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
 			s.rd[i][g] = rd
-			worst = math.Max(worst, math.Abs(rd))
+			worst = max(worst, math.Abs(rd))
 			s.rq[g] -= ms * p.x[i][g]
 		}
 		s.rr[i], s.rf[i] = rr, rf
-		worst = math.Max(worst, math.Max(math.Abs(rr), math.Abs(rf)))
+		worst = max(worst, math.Abs(rr), math.Abs(rf))
 		s.rt -= p.v[i]
 	}
 	for g := range n {
 		s.rq[g] -= p.q[g]
-		worst = math.Max(worst, math.Abs(s.rq[g])/math.Max(1, s.cap[g]))
+		worst = max(worst, math.Abs(s.rq[g])/max(1, s.cap[g]))
 	}
-	return math.Max(worst, math.Abs(s.rt))
+	return max(worst, math.Abs(s.rt))
 }
 
 // factor computes, for the current point, each class's block inverse and the Schur system
@@ -373,12 +375,12 @@ func (s *maxMinLP) factor() {
 	p, n := &s.pt, s.n
 	s.schur = [NumGPUs + 1][blockSize]float64{}
 	for i := range p.x {
-		inv, ix := &s.kinv[i], &s.ix[i]
-		s.iy[i], s.iv[i] = 1/p.y[i], 1/p.v[i]
+		inv, ix, iz := &s.kinv[i], &s.ix[i], &s.iz[i]
+		s.iy[i], s.iv[i], s.ir[i], s.iff[i] = 1/p.y[i], 1/p.v[i], 1/p.r[i], 1/p.f[i]
 		var c [NumGPUs]float64
 		for g := range n {
-			ix[g] = 1 / p.x[i][g]
-			c[g] = p.x[i][g] / p.z[i][g]
+			ix[g], iz[g] = 1/p.x[i][g], 1/p.z[i][g]
+			c[g] = p.x[i][g] * iz[g]
 		}
 		blockInverse(&c, &s.a[i], p.r[i]*s.iy[i], p.f[i]*s.iv[i], n, inv)
 		ms := s.mult[i] * s.scale[i]
@@ -488,31 +490,25 @@ func mulBlock(m *[blockSize][blockSize]float64, v *[blockSize]float64) [blockSiz
 }
 
 // maxSteps are the largest primal and dual steps along d that keep every slack and dual
-// non-negative.
+// non-negative, at the point factor was last called at: one over the largest -dv/v, from the
+// reciprocals it kept (no branch, no division per entry).
 func (s *maxMinLP) maxSteps(d *pdPoint) (ap, ad float64) {
 	p, n := &s.pt, s.n
-	ap, ad = math.Inf(1), math.Inf(1)
+	mp, md := 0.0, 0.0
 	for i := range p.x {
+		ix, iz := &s.ix[i], &s.iz[i]
 		for g := range n {
-			ap = ratio(ap, p.x[i][g], d.x[i][g])
-			ad = ratio(ad, p.z[i][g], d.z[i][g])
+			mp = max(mp, -d.x[i][g]*ix[g])
+			md = max(md, -d.z[i][g]*iz[g])
 		}
-		ap = ratio(ratio(ap, p.r[i], d.r[i]), p.f[i], d.f[i])
-		ad = ratio(ratio(ad, p.y[i], d.y[i]), p.v[i], d.v[i])
+		mp = max(mp, -d.r[i]*s.ir[i], -d.f[i]*s.iff[i])
+		md = max(md, -d.y[i]*s.iy[i], -d.v[i]*s.iv[i])
 	}
 	for g := range n {
-		ap = ratio(ap, p.q[g], d.q[g])
-		ad = ratio(ad, p.u[g], d.u[g])
+		mp = max(mp, -d.q[g]/p.q[g])
+		md = max(md, -d.u[g]/p.u[g])
 	}
-	return ap, ad
-}
-
-// ratio is the step limit after v + step dv >= 0.
-func ratio(limit, v, dv float64) float64 {
-	if dv < 0 && -v > limit*dv {
-		return -v / dv
-	}
-	return limit
+	return 1 / mp, 1 / md
 }
 
 func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
