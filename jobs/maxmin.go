@@ -119,9 +119,9 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 	}
 	centring := 0
 	for iter := 0; iter < 200; iter++ {
-		gap := s.gapAfter(&s.step, 0, 0)
+		worst, gap := s.residuals()
 		nu := gap / barriers
-		converged := s.residuals() <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
+		converged := worst <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
 		if converged {
 			if s.centrality(nu) <= 1e-3 || centring == 8 {
 				break
@@ -325,15 +325,15 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 
 // residuals computes the equality residuals at the current point (time rows, fairness rows,
 // the dual rows of x, capacities, the dual row of t) and returns the largest, capacities
-// relative to their size.
-func (s *maxMinLP) residuals() float64 {
+// relative to their size, and the duality gap (in the order gapAfter sums it).
+func (s *maxMinLP) residuals() (worst, gap float64) {
 	p, n := &s.pt, s.n
-	worst := 0.0
 	s.rq, s.rt = s.cap, 1
 	for i := range p.x {
 		ms := s.mult[i] * s.scale[i]
 		rr, rf := 1-p.r[i], -p.f[i]-p.t
 		for g := range n {
+			gap += p.x[i][g] * p.z[i][g]
 			rr -= p.x[i][g]
 			rf += s.a[i][g] * p.x[i][g]
 			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
@@ -341,15 +341,17 @@ func (s *maxMinLP) residuals() float64 {
 			worst = max(worst, math.Abs(rd))
 			s.rq[g] -= ms * p.x[i][g]
 		}
+		gap += p.r[i]*p.y[i] + p.f[i]*p.v[i]
 		s.rr[i], s.rf[i] = rr, rf
 		worst = max(worst, math.Abs(rr), math.Abs(rf))
 		s.rt -= p.v[i]
 	}
 	for g := range n {
+		gap += p.q[g] * p.u[g]
 		s.rq[g] -= p.q[g]
 		worst = max(worst, math.Abs(s.rq[g])/max(1, s.cap[g]))
 	}
-	return max(worst, math.Abs(s.rt))
+	return max(worst, math.Abs(s.rt)), gap
 }
 
 // factor computes, for the current point, each class's block inverse and the Schur system
