@@ -118,28 +118,27 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		barriers += s.mult[i] * float64(n+2)
 	}
 	centring := 0
+	worst, gap := s.residuals(nil, 0, 0)
 	for iter := 0; iter < 200; iter++ {
-		worst, gap := s.residuals()
 		nu := gap / barriers
 		converged := worst <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
+		var ap, ad float64
 		if converged {
 			if s.centrality(nu) <= 1e-3 || centring == 8 {
 				break
 			}
 			centring++
 			s.factor()
-			s.direction(&s.step, nu, nil)
+			ap, ad = s.direction(&s.step, nu, nil)
 		} else {
 			// Predictor: the affine direction towards gap 0; its gap says how far to centre.
 			s.factor()
-			s.direction(&s.aff, 0, nil)
-			ap, ad := s.maxSteps(&s.aff)
+			ap, ad = s.direction(&s.aff, 0, nil)
 			nuAff := s.gapAfter(&s.aff, ap, ad) / barriers
 			sigma := math.Pow(nuAff/nu, 3)
-			s.direction(&s.step, sigma*nu, &s.aff)
+			ap, ad = s.direction(&s.step, sigma*nu, &s.aff)
 		}
-		ap, ad := s.maxSteps(&s.step)
-		s.move(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
+		worst, gap = s.residuals(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
 	}
 	s.remember(s.pt.x, s.pt.t)
 	return s.expand(s.pt.x), s.pt.t
@@ -323,13 +322,31 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	return worst
 }
 
-// residuals computes the equality residuals at the current point (time rows, fairness rows,
-// the dual rows of x, capacities, the dual row of t) and returns the largest, capacities
-// relative to their size, and the duality gap (in the order gapAfter sums it).
-func (s *maxMinLP) residuals() (worst, gap float64) {
+// residuals moves the point by primal step ap and dual step ad along d, when d is given, then
+// computes the equality residuals there (time rows, fairness rows, the dual rows of x,
+// capacities, the dual row of t) and returns the largest, capacities relative to their size,
+// and the duality gap (in the order gapAfter sums it). One pass over the classes does both.
+func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 	p, n := &s.pt, s.n
+	if d != nil {
+		for g := range n {
+			p.q[g] += ap * d.q[g]
+			p.u[g] += ad * d.u[g]
+		}
+		p.t += ap * d.t
+	}
 	s.rq, s.rt = s.cap, 1
 	for i := range p.x {
+		if d != nil {
+			for g := range n {
+				p.x[i][g] += ap * d.x[i][g]
+				p.z[i][g] += ad * d.z[i][g]
+			}
+			p.r[i] += ap * d.r[i]
+			p.f[i] += ap * d.f[i]
+			p.y[i] += ad * d.y[i]
+			p.v[i] += ad * d.v[i]
+		}
 		ms := s.mult[i] * s.scale[i]
 		rr, rf := 1-p.r[i], -p.f[i]-p.t
 		for g := range n {
@@ -402,8 +419,11 @@ func (s *maxMinLP) factor() {
 }
 
 // direction solves the Newton system for complementarity target nu x weight, less the
-// second-order term of the affine direction aff when given (Mehrotra's corrector), into d.
-func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
+// second-order term of the affine direction aff when given (Mehrotra's corrector), into d,
+// and returns the largest primal and dual steps along d that keep every slack and dual
+// non-negative: one over the largest -dv/v, from the reciprocals factor kept (no branch, no
+// division per entry).
+func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float64) {
 	p, n := &s.pt, s.n
 	sys := s.schur
 	rq := s.rq
@@ -448,8 +468,9 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	dt := sol[n]
 	d.t = dt
 	var used [NumGPUs]float64
+	mp, md := 0.0, 0.0
 	for i := range p.x {
-		rr, rf, ix := s.rr[i], s.rf[i], &s.ix[i]
+		rr, rf, ix, iz := s.rr[i], s.rf[i], &s.ix[i], &s.iz[i]
 		ms := s.mult[i] * s.scale[i]
 		var coupling [blockSize]float64 // the du and dt terms of the right-hand side
 		for h := range n {
@@ -467,14 +488,21 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			ax += s.a[i][g] * v[g]
 			used[g] += ms * v[g]
 			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) * ix[g]
+			mp = max(mp, -d.x[i][g]*ix[g])
+			md = max(md, -d.z[i][g]*iz[g])
 		}
 		d.r[i], d.f[i] = rr-sx, rf+ax-dt
 		d.y[i], d.v[i] = v[tr], -v[fr]
+		mp = max(mp, -d.r[i]*s.ir[i], -d.f[i]*s.iff[i])
+		md = max(md, -d.y[i]*s.iy[i], -d.v[i]*s.iv[i])
 	}
 	for g := range n {
 		d.q[g] = rq[g] - used[g]
 		d.u[g] = sol[g]
+		mp = max(mp, -d.q[g]/p.q[g])
+		md = max(md, -d.u[g]/p.u[g])
 	}
+	return 1 / mp, 1 / md
 }
 
 // blockInverse's formulas name the three types, and mulBlock the block's five rows: this
@@ -489,47 +517,6 @@ func mulBlock(m *[blockSize][blockSize]float64, v *[blockSize]float64) [blockSiz
 		out[r] = row[0]*v[0] + row[1]*v[1] + row[2]*v[2] + row[3]*v[3] + row[4]*v[4]
 	}
 	return out
-}
-
-// maxSteps are the largest primal and dual steps along d that keep every slack and dual
-// non-negative, at the point factor was last called at: one over the largest -dv/v, from the
-// reciprocals it kept (no branch, no division per entry).
-func (s *maxMinLP) maxSteps(d *pdPoint) (ap, ad float64) {
-	p, n := &s.pt, s.n
-	mp, md := 0.0, 0.0
-	for i := range p.x {
-		ix, iz := &s.ix[i], &s.iz[i]
-		for g := range n {
-			mp = max(mp, -d.x[i][g]*ix[g])
-			md = max(md, -d.z[i][g]*iz[g])
-		}
-		mp = max(mp, -d.r[i]*s.ir[i], -d.f[i]*s.iff[i])
-		md = max(md, -d.y[i]*s.iy[i], -d.v[i]*s.iv[i])
-	}
-	for g := range n {
-		mp = max(mp, -d.q[g]/p.q[g])
-		md = max(md, -d.u[g]/p.u[g])
-	}
-	return 1 / mp, 1 / md
-}
-
-func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
-	p, n := &s.pt, s.n
-	for i := range p.x {
-		for g := range n {
-			p.x[i][g] += ap * d.x[i][g]
-			p.z[i][g] += ad * d.z[i][g]
-		}
-		p.r[i] += ap * d.r[i]
-		p.f[i] += ap * d.f[i]
-		p.y[i] += ad * d.y[i]
-		p.v[i] += ad * d.v[i]
-	}
-	for g := range n {
-		p.q[g] += ap * d.q[g]
-		p.u[g] += ad * d.u[g]
-	}
-	p.t += ap * d.t
 }
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
