@@ -33,17 +33,25 @@ func isolatedThroughput(tput [NumGPUs]float64, scale int, c Cluster, n int) floa
 type fairShare struct {
 	cluster Cluster
 	alone   []float64 // by job index: seconds alone on its 1/N share for the steps run
+	// by job index: the N of its last isolated throughput, and that throughput (N rarely
+	// changes from one of a job's rounds to the next)
+	isoN []int
+	iso  []float64
 }
 
 func newFairShare(c Cluster, jobs int) *fairShare {
-	return &fairShare{cluster: c, alone: make([]float64, jobs)}
+	return &fairShare{cluster: c, alone: make([]float64, jobs), isoN: make([]int, jobs), iso: make([]float64, jobs)}
 }
 
 // ran records steps a job ran while n jobs were in the system.
 func (f *fairShare) ran(idx int, tput [NumGPUs]float64, scale int, steps float64, n int) {
-	if steps > 0 {
-		f.alone[idx] += steps / isolatedThroughput(tput, scale, f.cluster, n)
+	if steps <= 0 {
+		return
 	}
+	if f.isoN[idx] != n {
+		f.isoN[idx], f.iso[idx] = n, isolatedThroughput(tput, scale, f.cluster, n)
+	}
+	f.alone[idx] += steps / f.iso[idx]
 }
 
 // rho fills the result's finish-time fairness from its JCTs.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 )
 
 // Gavel's simulator (stanford-futuredata/gavel c4fa400, scheduler/scheduler.py), as its code
@@ -37,6 +36,7 @@ type gavelJob struct {
 	inAlloc   bool
 	failures  int
 	scheduled int // the schedule pass that last took it
+	size      int // its list in bySize
 }
 
 type gavelRun struct {
@@ -53,6 +53,7 @@ type gavelSim struct {
 	round      float64
 	types      []GPU // registered types (count > 0), in gavelTypes order
 	active     []*gavelJob
+	byIdx      []*gavelJob      // by job index: the active job, nil before its arrival and after it ends
 	workTime   [NumGPUs]float64 // _worker_time_so_far
 	busy       float64          // sum of _cumulative_worker_time_so_far
 	fifo       *gavelFIFO
@@ -62,7 +63,7 @@ type gavelSim struct {
 	lastReset  float64
 	needUpdate bool
 	stamp      int
-	bySize     []sizeHeap // one type's list, by job size
+	bySize     []sizeHeap // one type's list, by job size (ascending; one per size in the trace)
 	order      []GPU      // this round's type order
 	picks      []gavelPick
 }
@@ -80,8 +81,13 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		}
 	}
 	if policy == "fifo" {
-		s.fifo = &gavelFIFO{rng: newPyRandom(cfg.Seed), alloc: map[int]GPU{}}
+		s.fifo = &gavelFIFO{rng: newPyRandom(cfg.Seed), gpu: make([]GPU, len(tr.Jobs))}
+		for i := range s.fifo.gpu {
+			s.fifo.gpu[i] = noGPU
+		}
 	}
+	s.byIdx = make([]*gavelJob, len(tr.Jobs))
+	sizeOf := s.sizes(tr)
 	res := Result{JCT: map[int]float64{}}
 	w := cfg.Window
 	remaining := w[1] - w[0]
@@ -89,6 +95,7 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	log := newJobLog(cfg.Log)
 	run := map[int]GPU{}
 	var running []gavelRun
+	var done []completion
 	next := 0
 	s.now = tr.Jobs[0].Arrival
 	roundStart, roundEnd, haveRoundEnd := 0.0, 0.0, false
@@ -116,13 +123,9 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 			s.lastReset = 0
 		}
 		// Completions in heap order: latest finish first, then job id.
-		sort.Slice(running, func(a, b int) bool {
-			if running[a].finish != running[b].finish {
-				return running[a].finish > running[b].finish
-			}
-			return running[a].job.idx < running[b].job.idx
-		})
-		for _, r := range running {
+		done = completionOrder(running, done)
+		for _, d := range done {
+			r := running[d.pos]
 			j := r.job
 			exec := r.finish - roundStart
 			// A multi-GPU job's steps are split per worker (steps//scale each, the rest on the
@@ -161,11 +164,12 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 		}
 		for next < len(tr.Jobs) && tr.Jobs[next].Arrival <= s.now {
 			tj := tr.Jobs[next]
-			j := &gavelJob{idx: tj.Index, scale: tj.Type.Scale, steps: tj.Steps, arrival: tj.Arrival, weight: tj.PriorityWeight, tput: tputs[next]}
+			j := &gavelJob{idx: tj.Index, scale: tj.Type.Scale, steps: tj.Steps, arrival: tj.Arrival, weight: tj.PriorityWeight, tput: tputs[next], size: sizeOf[tj.Type.Scale]}
 			for _, g := range s.types {
 				j.timeSoFar[g] = s.round / 2
 			}
 			s.active = append(s.active, j)
+			s.byIdx[j.idx] = j
 			log.arrive(tj, tputs[next], cfg.Cluster)
 			s.needUpdate = true
 			if tj.Index == w[0] {
@@ -204,16 +208,40 @@ func runGavel(tr *Trace, tputs [][NumGPUs]float64, cfg Config, policy string) (R
 	return res, log.close()
 }
 
+// completion is a run's place in running with its heap keys.
+type completion struct {
+	finish   float64
+	idx, pos int
+}
+
+// completionOrder is running's order in Gavel's completion heap, latest finish first, then job
+// id, into done: an insertion sort of small keys (a round runs a few dozen jobs; sorting the
+// runs themselves through a comparator took a fifth of a run).
+func completionOrder(running []gavelRun, done []completion) []completion {
+	done = done[:0]
+	for k, r := range running {
+		c := completion{r.finish, r.job.idx, k}
+		i := len(done)
+		done = append(done, c)
+		for ; i > 0 && (done[i-1].finish < c.finish || (done[i-1].finish == c.finish && done[i-1].idx > c.idx)); i-- {
+			done[i] = done[i-1]
+		}
+		done[i] = c
+	}
+	return done
+}
+
 func (s *gavelSim) remove(j *gavelJob) {
 	s.active = slices.DeleteFunc(s.active, func(x *gavelJob) bool { return x == j })
+	s.byIdx[j.idx] = nil
 	s.needUpdate = true
 }
 
-// gavelEntry is a job on one type's priority list, with its sort keys.
+// gavelEntry is a job on one type's priority list, with its sort keys; pos is its place in
+// the active list (no pointer: the heaps move entries without write barriers).
 type gavelEntry struct {
 	prio, deficit, alloc float64
 	pos                  int
-	job                  *gavelJob
 }
 
 // before is the order of a type's list: priority, deficit, allocation (descending), then
@@ -237,13 +265,20 @@ type sizeHeap struct {
 	heap  entryHeap
 }
 
-// bucket is the heap of jobs of a size (sizes kept in ascending order).
-func (s *gavelSim) bucket(scale int) *sizeHeap {
-	i, found := slices.BinarySearchFunc(s.bySize, scale, func(b sizeHeap, v int) int { return b.scale - v })
-	if !found {
-		s.bySize = slices.Insert(s.bySize, i, sizeHeap{scale: scale})
+// sizes makes one list per job size of the trace, in ascending order, and returns each
+// size's position.
+func (s *gavelSim) sizes(tr *Trace) map[int]int {
+	var scales []int
+	for _, j := range tr.Jobs {
+		scales = append(scales, j.Type.Scale)
 	}
-	return &s.bySize[i]
+	slices.Sort(scales)
+	pos := map[int]int{}
+	for _, sc := range slices.Compact(scales) {
+		pos[sc] = len(s.bySize)
+		s.bySize = append(s.bySize, sizeHeap{scale: sc})
+	}
+	return pos
 }
 
 // entryHeap is a binary min-heap of entries under before.
@@ -314,8 +349,8 @@ func (s *gavelSim) schedule() []gavelPick {
 			if (fifo && j.prio[g] <= 0) || j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] {
 				continue
 			}
-			b := s.bucket(j.scale)
-			b.heap = append(b.heap, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos, j})
+			b := &s.bySize[j.size]
+			b.heap = append(b.heap, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos})
 		}
 		for k := range s.bySize {
 			s.bySize[k].heap.init()
@@ -331,7 +366,7 @@ func (s *gavelSim) schedule() []gavelPick {
 			if best < 0 {
 				break
 			}
-			j := s.bySize[best].heap.pop().job
+			j := s.active[s.bySize[best].heap.pop().pos]
 			left[g] -= j.scale
 			j.scheduled = s.stamp
 			// A job not in the allocation yet (arrived since the last recompute) takes its
@@ -363,16 +398,18 @@ func (s *gavelSim) updatePriorities() {
 	}
 	for _, g := range s.types {
 		for _, j := range s.active {
+			a := j.alloc[g]
+			if !j.inAlloc || a == 0 || j.tput[g] == 0 {
+				j.prio[g] = 0
+				continue
+			}
 			frac := 0.0
 			if s.workTime[g] != 0 {
 				frac = j.timeSoFar[g] / s.workTime[g]
 			}
-			switch a := j.alloc[g]; {
-			case !j.inAlloc, a == 0, j.tput[g] == 0:
-				j.prio[g] = 0
-			case frac > 0:
+			if frac > 0 {
 				j.prio[g] = a / frac
-			default:
+			} else {
 				j.prio[g] = a * 1e9
 			}
 		}
@@ -424,45 +461,43 @@ func (s *gavelSim) computeAllocation() {
 
 // gavelFIFO is Gavel's FIFOPolicy in its base mode, state and quirks included.
 type gavelFIFO struct {
-	rng   *pyRandom
-	alloc map[int]GPU // job index -> type, kept across recomputes
+	rng  *pyRandom
+	gpu  []GPU // by job index: its type (noGPU: none), kept across recomputes
+	held []int // the job indices with a type, ascending
+	next []int
 }
 
+// noGPU marks a job FIFO has given no type.
+const noGPU GPU = -1
+
 func (f *gavelFIFO) allocate(s *gavelSim) {
-	byIdx := map[int]*gavelJob{}
-	for _, j := range s.active {
-		byIdx[j.idx] = j
-	}
 	var avail [NumGPUs]int
 	for _, g := range s.types {
 		avail[g] = s.cfg.Cluster.GPUs[g]
 	}
 	var queue []*gavelJob
 	for _, j := range s.active {
-		if _, ok := f.alloc[j.idx]; !ok {
+		if f.gpu[j.idx] == noGPU {
 			queue = append(queue, j)
 		}
 	}
 	// A finished job's type goes to the queue's head if it fits there (before the later
 	// allocated jobs are subtracted from the free count).
-	held := make([]int, 0, len(f.alloc))
-	for idx := range f.alloc {
-		held = append(held, idx)
-	}
-	sort.Ints(held)
-	for _, idx := range held {
-		g := f.alloc[idx]
-		j, alive := byIdx[idx]
-		if alive {
+	next := f.next[:0]
+	for _, idx := range f.held {
+		g := f.gpu[idx]
+		if j := s.byIdx[idx]; j != nil {
 			avail[g] -= j.scale
+			next = append(next, idx)
 			continue
 		}
 		if len(queue) > 0 && queue[0].scale <= avail[g] && queue[0].tput[g] > 0 {
-			f.alloc[queue[0].idx] = g
+			f.gpu[queue[0].idx] = g
+			next = append(next, queue[0].idx)
 			avail[g] -= queue[0].scale
 			queue = queue[1:]
 		}
-		delete(f.alloc, idx)
+		f.gpu[idx] = noGPU
 	}
 	var free []GPU
 	for _, g := range gavelAlpha {
@@ -487,14 +522,17 @@ func (f *gavelFIFO) allocate(s *gavelSim) {
 		// list; the job gets the alphabetically last type still on it, whatever its count.
 		g := free[len(free)-1]
 		if j.tput[g] > 0 {
-			f.alloc[j.idx] = g
+			f.gpu[j.idx] = g
+			next = append(next, j.idx)
 			avail[g] -= j.scale
 			if avail[g] == 0 {
 				free = slices.Delete(free, pick, pick+1)
 			}
 		}
 	}
-	for idx, g := range f.alloc {
-		byIdx[idx].alloc[g] = 1
+	slices.Sort(next)
+	f.held, f.next = next, f.held
+	for _, idx := range f.held {
+		s.byIdx[idx].alloc[f.gpu[idx]] = 1
 	}
 }

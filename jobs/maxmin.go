@@ -36,6 +36,9 @@ type maxMinLP struct {
 	rr, rf        []float64          // per class: time and fairness row residuals
 	rd            [][NumGPUs]float64 // per class: the dual rows of x
 	rq            [NumGPUs]float64   // capacity residuals
+	ix, iz        [][NumGPUs]float64 // per class at the current point (set by factor): 1/x,
+	iy, iv        []float64          // 1/z, 1/y, 1/v, 1/r and 1/f (products are cheaper than
+	ir, iff       []float64          // the divisions they save)
 	rt            float64            // the dual row of t
 }
 
@@ -115,28 +118,27 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		barriers += s.mult[i] * float64(n+2)
 	}
 	centring := 0
+	worst, gap := s.residuals(nil, 0, 0)
 	for iter := 0; iter < 200; iter++ {
-		gap := s.gapAfter(&s.step, 0, 0)
 		nu := gap / barriers
-		converged := s.residuals() <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
+		converged := worst <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
+		var ap, ad float64
 		if converged {
 			if s.centrality(nu) <= 1e-3 || centring == 8 {
 				break
 			}
 			centring++
 			s.factor()
-			s.direction(&s.step, nu, nil)
+			ap, ad = s.direction(&s.step, nu, nil)
 		} else {
 			// Predictor: the affine direction towards gap 0; its gap says how far to centre.
 			s.factor()
-			s.direction(&s.aff, 0, nil)
-			ap, ad := s.maxSteps(&s.aff)
+			ap, ad = s.direction(&s.aff, 0, nil)
 			nuAff := s.gapAfter(&s.aff, ap, ad) / barriers
 			sigma := math.Pow(nuAff/nu, 3)
-			s.direction(&s.step, sigma*nu, &s.aff)
+			ap, ad = s.direction(&s.step, sigma*nu, &s.aff)
 		}
-		ap, ad := s.maxSteps(&s.step)
-		s.move(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
+		worst, gap = s.residuals(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
 	}
 	s.remember(s.pt.x, s.pt.t)
 	return s.expand(s.pt.x), s.pt.t
@@ -229,6 +231,8 @@ func (s *maxMinLP) alloc(m int) {
 	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
 	s.base = slices.Grow(s.base[:0], m)[:m]
 	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
+	s.ix, s.iz = grow(s.ix, m), grow(s.iz, m)
+	s.iy, s.iv, s.ir, s.iff = growF(s.iy, m), growF(s.iv, m), growF(s.ir, m), growF(s.iff, m)
 }
 
 // start is a primal-feasible point: every job gets the same share of each type, in proportion
@@ -303,7 +307,7 @@ func (s *maxMinLP) gapAfter(d *pdPoint, ap, ad float64) float64 {
 func (s *maxMinLP) centrality(nu float64) float64 {
 	p, n := &s.pt, s.n
 	worst := 0.0
-	dev := func(prod, w float64) { worst = math.Max(worst, math.Abs(prod/(w*nu)-1)) }
+	dev := func(prod, w float64) { worst = max(worst, math.Abs(prod/(w*nu)-1)) }
 	for i := range p.x {
 		mu := s.mult[i]
 		for g := range n {
@@ -318,33 +322,53 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	return worst
 }
 
-// residuals computes the equality residuals at the current point (time rows, fairness rows,
-// the dual rows of x, capacities, the dual row of t) and returns the largest, capacities
-// relative to their size.
-func (s *maxMinLP) residuals() float64 {
+// residuals moves the point by primal step ap and dual step ad along d, when d is given, then
+// computes the equality residuals there (time rows, fairness rows, the dual rows of x,
+// capacities, the dual row of t) and returns the largest, capacities relative to their size,
+// and the duality gap (in the order gapAfter sums it). One pass over the classes does both.
+func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 	p, n := &s.pt, s.n
-	worst := 0.0
+	if d != nil {
+		for g := range n {
+			p.q[g] += ap * d.q[g]
+			p.u[g] += ad * d.u[g]
+		}
+		p.t += ap * d.t
+	}
 	s.rq, s.rt = s.cap, 1
 	for i := range p.x {
+		if d != nil {
+			for g := range n {
+				p.x[i][g] += ap * d.x[i][g]
+				p.z[i][g] += ad * d.z[i][g]
+			}
+			p.r[i] += ap * d.r[i]
+			p.f[i] += ap * d.f[i]
+			p.y[i] += ad * d.y[i]
+			p.v[i] += ad * d.v[i]
+		}
 		ms := s.mult[i] * s.scale[i]
 		rr, rf := 1-p.r[i], -p.f[i]-p.t
 		for g := range n {
+			gap += p.x[i][g] * p.z[i][g]
 			rr -= p.x[i][g]
 			rf += s.a[i][g] * p.x[i][g]
 			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
 			s.rd[i][g] = rd
-			worst = math.Max(worst, math.Abs(rd))
+			worst = max(worst, math.Abs(rd))
 			s.rq[g] -= ms * p.x[i][g]
 		}
+		gap += p.r[i]*p.y[i] + p.f[i]*p.v[i]
 		s.rr[i], s.rf[i] = rr, rf
-		worst = math.Max(worst, math.Max(math.Abs(rr), math.Abs(rf)))
+		worst = max(worst, math.Abs(rr), math.Abs(rf))
 		s.rt -= p.v[i]
 	}
 	for g := range n {
+		gap += p.q[g] * p.u[g]
 		s.rq[g] -= p.q[g]
-		worst = math.Max(worst, math.Abs(s.rq[g])/math.Max(1, s.cap[g]))
+		worst = max(worst, math.Abs(s.rq[g])/max(1, s.cap[g]))
 	}
-	return math.Max(worst, math.Abs(s.rt))
+	return max(worst, math.Abs(s.rt)), gap
 }
 
 // factor computes, for the current point, each class's block inverse and the Schur system
@@ -370,18 +394,14 @@ func (s *maxMinLP) factor() {
 	p, n := &s.pt, s.n
 	s.schur = [NumGPUs + 1][blockSize]float64{}
 	for i := range p.x {
-		var k [blockSize][blockSize]float64
+		inv, ix, iz := &s.kinv[i], &s.ix[i], &s.iz[i]
+		s.iy[i], s.iv[i], s.ir[i], s.iff[i] = 1/p.y[i], 1/p.v[i], 1/p.r[i], 1/p.f[i]
+		var c [NumGPUs]float64
 		for g := range n {
-			k[g][g] = p.z[i][g] / p.x[i][g]
-			k[g][tr], k[tr][g] = 1, 1
-			k[g][fr], k[fr][g] = s.a[i][g], s.a[i][g]
+			ix[g], iz[g] = 1/p.x[i][g], 1/p.z[i][g]
+			c[g] = p.x[i][g] * iz[g]
 		}
-		for g := n; g < NumGPUs; g++ {
-			k[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
-		}
-		k[tr][tr], k[fr][fr] = -p.r[i]/p.y[i], -p.f[i]/p.v[i]
-		inv := &s.kinv[i]
-		invertLU(&k, inv)
+		blockInverse(&c, &s.a[i], p.r[i]*s.iy[i], p.f[i]*s.iv[i], n, inv)
 		ms := s.mult[i] * s.scale[i]
 		ms2 := ms * ms
 		for g := range n {
@@ -399,8 +419,11 @@ func (s *maxMinLP) factor() {
 }
 
 // direction solves the Newton system for complementarity target nu x weight, less the
-// second-order term of the affine direction aff when given (Mehrotra's corrector), into d.
-func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
+// second-order term of the affine direction aff when given (Mehrotra's corrector), into d,
+// and returns the largest primal and dual steps along d that keep every slack and dual
+// non-negative: one over the largest -dv/v, from the reciprocals factor kept (no branch, no
+// division per entry).
+func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float64) {
 	p, n := &s.pt, s.n
 	sys := s.schur
 	rq := s.rq
@@ -416,7 +439,7 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
 	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
 	for i := range p.x {
-		rr, rf, rd := s.rr[i], s.rf[i], &s.rd[i]
+		rr, rf, rd, ix := s.rr[i], s.rf[i], &s.rd[i], &s.ix[i]
 		mu := s.mult[i] * nu
 		kr, kf := mu-p.r[i]*p.y[i], mu-p.f[i]*p.v[i]
 		if aff != nil {
@@ -430,16 +453,10 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 				kx -= aff.x[i][g] * aff.z[i][g]
 			}
 			d.z[i][g] = kx
-			rhs[g] = kx/p.x[i][g] + rd[g]
+			rhs[g] = kx*ix[g] + rd[g]
 		}
-		rhs[tr], rhs[fr] = rr-kr/p.y[i], kf/p.v[i]-rf
-		inv := &s.kinv[i]
-		var base [blockSize]float64
-		for r := range blockSize {
-			for c := range blockSize {
-				base[r] += inv[r][c] * rhs[c]
-			}
-		}
+		rhs[tr], rhs[fr] = rr-kr*s.iy[i], kf*s.iv[i]-rf
+		base := mulBlock(&s.kinv[i], &rhs)
 		s.base[i] = base
 		ms := s.mult[i] * s.scale[i]
 		for g := range n {
@@ -451,20 +468,18 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 	dt := sol[n]
 	d.t = dt
 	var used [NumGPUs]float64
+	mp, md := 0.0, 0.0
 	for i := range p.x {
-		rr, rf := s.rr[i], s.rf[i]
+		rr, rf, ix, iz := s.rr[i], s.rf[i], &s.ix[i], &s.iz[i]
 		ms := s.mult[i] * s.scale[i]
-		inv := &s.kinv[i]
-		var du [NumGPUs]float64 // ms du_h, hoisted out of the rows
+		var coupling [blockSize]float64 // the du and dt terms of the right-hand side
 		for h := range n {
-			du[h] = ms * sol[h]
+			coupling[h] = -ms * sol[h]
 		}
-		var v [blockSize]float64
+		coupling[fr] = dt
+		v := mulBlock(&s.kinv[i], &coupling)
 		for r := range blockSize {
-			v[r] = s.base[i][r] + dt*inv[r][fr]
-			for h := range n {
-				v[r] -= du[h] * inv[r][h]
-			}
+			v[r] += s.base[i][r]
 		}
 		sx, ax := 0.0, 0.0
 		for g := range n {
@@ -472,105 +487,36 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) {
 			sx += v[g]
 			ax += s.a[i][g] * v[g]
 			used[g] += ms * v[g]
-			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) / p.x[i][g]
+			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) * ix[g]
+			mp = max(mp, -d.x[i][g]*ix[g])
+			md = max(md, -d.z[i][g]*iz[g])
 		}
 		d.r[i], d.f[i] = rr-sx, rf+ax-dt
 		d.y[i], d.v[i] = v[tr], -v[fr]
+		mp = max(mp, -d.r[i]*s.ir[i], -d.f[i]*s.iff[i])
+		md = max(md, -d.y[i]*s.iy[i], -d.v[i]*s.iv[i])
 	}
 	for g := range n {
 		d.q[g] = rq[g] - used[g]
 		d.u[g] = sol[g]
+		mp = max(mp, -d.q[g]/p.q[g])
+		md = max(md, -d.u[g]/p.u[g])
 	}
+	return 1 / mp, 1 / md
 }
 
-// invertLU inverts a class's block a into inv by Gauss-Jordan elimination with partial
-// pivoting (the block is symmetric but indefinite), in place on a.
-func invertLU(a, inv *[blockSize][blockSize]float64) {
-	*inv = [blockSize][blockSize]float64{}
-	for i := range blockSize {
-		inv[i][i] = 1
-	}
-	for c := range blockSize {
-		piv := c
-		for r := c + 1; r < blockSize; r++ {
-			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
-				piv = r
-			}
-		}
-		if piv != c {
-			a[c], a[piv] = a[piv], a[c]
-			inv[c], inv[piv] = inv[piv], inv[c]
-		}
-		d := 1 / a[c][c]
-		ac, ic := &a[c], &inv[c]
-		for r := range blockSize {
-			ar := &a[r]
-			if r == c || ar[c] == 0 {
-				continue
-			}
-			f := ar[c] * d
-			for cc := c; cc < blockSize; cc++ {
-				ar[cc] -= f * ac[cc]
-			}
-			ir := &inv[r]
-			for cc := range blockSize {
-				ir[cc] -= f * ic[cc]
-			}
-		}
-	}
+// blockInverse's formulas name the three types, and mulBlock the block's five rows: this
+// fails to compile unless NumGPUs is 3.
+var _ = [1]struct{}{}[NumGPUs-3]
+
+// mulBlock is m v, written out so that the rows' sums overlap rather than wait on each other.
+func mulBlock(m *[blockSize][blockSize]float64, v *[blockSize]float64) [blockSize]float64 {
+	var out [blockSize]float64
 	for r := range blockSize {
-		d := 1 / a[r][r]
-		for cc := range blockSize {
-			inv[r][cc] *= d
-		}
+		row := &m[r]
+		out[r] = row[0]*v[0] + row[1]*v[1] + row[2]*v[2] + row[3]*v[3] + row[4]*v[4]
 	}
-}
-
-// maxSteps are the largest primal and dual steps along d that keep every slack and dual
-// non-negative.
-func (s *maxMinLP) maxSteps(d *pdPoint) (ap, ad float64) {
-	p, n := &s.pt, s.n
-	ap, ad = math.Inf(1), math.Inf(1)
-	for i := range p.x {
-		for g := range n {
-			ap = ratio(ap, p.x[i][g], d.x[i][g])
-			ad = ratio(ad, p.z[i][g], d.z[i][g])
-		}
-		ap = ratio(ratio(ap, p.r[i], d.r[i]), p.f[i], d.f[i])
-		ad = ratio(ratio(ad, p.y[i], d.y[i]), p.v[i], d.v[i])
-	}
-	for g := range n {
-		ap = ratio(ap, p.q[g], d.q[g])
-		ad = ratio(ad, p.u[g], d.u[g])
-	}
-	return ap, ad
-}
-
-// ratio is the step limit after v + step dv >= 0.
-func ratio(limit, v, dv float64) float64 {
-	if dv < 0 && -v > limit*dv {
-		return -v / dv
-	}
-	return limit
-}
-
-func (s *maxMinLP) move(d *pdPoint, ap, ad float64) {
-	p, n := &s.pt, s.n
-	for i := range p.x {
-		for g := range n {
-			p.x[i][g] += ap * d.x[i][g]
-			p.z[i][g] += ad * d.z[i][g]
-		}
-		p.r[i] += ap * d.r[i]
-		p.f[i] += ap * d.f[i]
-		p.y[i] += ad * d.y[i]
-		p.v[i] += ad * d.v[i]
-	}
-	for g := range n {
-		p.q[g] += ap * d.q[g]
-		p.u[g] += ad * d.u[g]
-	}
-	p.t += ap * d.t
+	return out
 }
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
@@ -601,4 +547,55 @@ func solveAug(aug [NumGPUs + 1][blockSize]float64, k, rhs int) [NumGPUs + 1]floa
 		x[r] = v / aug[r][r]
 	}
 	return x
+}
+
+// blockInverse writes the inverse of a class's block
+//
+//	[D   1   a ]
+//	[1' -rho 0 ]
+//	[a'  0  -phi],  D = diag(1/c) over the cluster's n types, identity rows for the others,
+//
+// in closed form, from c = x/z (0 for a type the cluster lacks, which decouples it exactly).
+// Every entry is a cofactor over the determinant, both divided by det D: polynomials in c,
+// rho, phi and the differences a_g - a_h. For the determinant and the diagonal all terms are
+// non-negative, e.g. det/det D = rho phi + sum_g (rho a_g^2 + phi) c_g + sum_{g<h} (a_g - a_h)^2
+// c_g c_h, so nothing large cancels where the block is nearly singular (rho, phi and the z of
+// free allocations vanish near the optimum; without perf all a_g are equal and the time and
+// fairness rows nearly parallel), where elimination with pivoting can meet a zero pivot. The
+// other entries are sums of two or three products. A third of the operations of elimination,
+// and no branch.
+func blockInverse(c, a *[NumGPUs]float64, rho, phi float64, n int, inv *[blockSize][blockSize]float64) {
+	c0, c1, c2 := c[0], c[1], c[2]
+	a0, a1, a2 := a[0], a[1], a[2]
+	e01, e02, e12 := a0-a1, a0-a2, a1-a2
+	w0, w1, w2 := rho*a0*a0+phi, rho*a1*a1+phi, rho*a2*a2+phi
+	c01, c02, c12 := c0*c1, c0*c2, c1*c2
+	rp := rho * phi
+	q := 1 / (rp + w0*c0 + w1*c1 + w2*c2 + e01*e01*c01 + e02*e02*c02 + e12*e12*c12)
+	tf := (a0*c0 + a1*c1 + a2*c2) * q
+	inv[tr][tr], inv[fr][fr], inv[tr][fr], inv[fr][tr] = -(phi+a0*a0*c0+a1*a1*c1+a2*a2*c2)*q, -(rho+c0+c1+c2)*q, tf, tf
+
+	xt0 := c0 * (phi - a1*e01*c1 - a2*e02*c2) * q
+	xt1 := c1 * (phi + a0*e01*c0 - a2*e12*c2) * q
+	xt2 := c2 * (phi + a0*e02*c0 + a1*e12*c1) * q
+	xf0 := c0 * (rho*a0 + e01*c1 + e02*c2) * q
+	xf1 := c1 * (rho*a1 - e01*c0 + e12*c2) * q
+	xf2 := c2 * (rho*a2 - e02*c0 - e12*c1) * q
+	inv[0][tr], inv[1][tr], inv[2][tr] = xt0, xt1, xt2
+	inv[tr][0], inv[tr][1], inv[tr][2] = xt0, xt1, xt2
+	inv[0][fr], inv[1][fr], inv[2][fr] = xf0, xf1, xf2
+	inv[fr][0], inv[fr][1], inv[fr][2] = xf0, xf1, xf2
+
+	inv[0][0] = c0 * (rp + w1*c1 + w2*c2 + e12*e12*c12) * q
+	inv[1][1] = c1 * (rp + w0*c0 + w2*c2 + e02*e02*c02) * q
+	inv[2][2] = c2 * (rp + w0*c0 + w1*c1 + e01*e01*c01) * q
+	o01 := -c01 * (phi + rho*a0*a1 + e02*e12*c2) * q
+	o02 := -c02 * (phi + rho*a0*a2 - e01*e12*c1) * q
+	o12 := -c12 * (phi + rho*a1*a2 + e01*e02*c0) * q
+	inv[0][1], inv[1][0] = o01, o01
+	inv[0][2], inv[2][0] = o02, o02
+	inv[1][2], inv[2][1] = o12, o12
+	for g := n; g < NumGPUs; g++ {
+		inv[g][g] = 1 // a type the cluster lacks: an identity row, uncoupled
+	}
 }

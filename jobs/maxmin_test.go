@@ -128,3 +128,49 @@ func TestMaxMinLPReusesSolutionOfSameInputs(t *testing.T) {
 		t.Fatalf("4 jobs got the 5-job allocation %v", x4)
 	}
 }
+
+// The closed-form inverse of a class's block is its inverse to rounding, on clusters of one to
+// three types and across the 24 orders of magnitude its diagonal spans between the first and
+// the last Newton steps: K inv = I entry by entry, relative to the size of the products summed.
+func TestBlockInverseInvertsTheBlock(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	scale := func() float64 { return math.Pow(10, -12+24*rng.Float64()) }
+	for trial := range 6000 {
+		n := 1 + trial%NumGPUs
+		var c, a [NumGPUs]float64
+		for g := range n {
+			c[g], a[g] = scale(), 3*rng.Float64()
+		}
+		if trial%4 == 0 {
+			a[1] = a[0] // equal rows on two types (max_min_fairness: on all)
+		}
+		rho, phi := scale(), scale()
+		var k, inv [blockSize][blockSize]float64
+		for g := range n {
+			k[g][g] = 1 / c[g]
+			k[g][tr], k[tr][g] = 1, 1
+			k[g][fr], k[fr][g] = a[g], a[g]
+		}
+		for g := n; g < NumGPUs; g++ {
+			k[g][g] = 1
+		}
+		k[tr][tr], k[fr][fr] = -rho, -phi
+		blockInverse(&c, &a, rho, phi, n, &inv)
+		for r := range blockSize {
+			for col := range blockSize {
+				sum, size := 0.0, 0.0
+				for m := range blockSize {
+					sum += k[r][m] * inv[m][col]
+					size += math.Abs(k[r][m] * inv[m][col])
+				}
+				if r == col {
+					sum--
+				}
+				if math.Abs(sum) > 1e-14*math.Max(size, 1) {
+					t.Fatalf("trial %d (%d types): (K inv)[%d][%d] - I = %g (products of size %g); c %v a %v rho %g phi %g",
+						trial, n, r, col, sum, size, c, a, rho, phi)
+				}
+			}
+		}
+	}
+}
