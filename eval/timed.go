@@ -22,6 +22,9 @@ import (
 // fails before any run; errors name the key or the reference.
 type timedKind interface {
 	prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver) (timedWorld, error)
+	// workloadName is the name a cfg.Traces entry is reported under (the gate checks its
+	// workloads against these before any run).
+	workloadName(raw, tracesDir string) (string, error)
 }
 
 // A timedWorld runs one policy (an index into cfg.Policies) on one workload (an index into

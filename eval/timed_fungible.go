@@ -77,6 +77,8 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (
 	return w, nil
 }
 
+func (fungibleKind) workloadName(raw, _ string) (string, error) { return gavelWorkloadName(raw), nil }
+
 // parseFungiblePolicy reads RULE[/ORDER] or a queue policy of jobs (the fixed-demand rule in
 // that order).
 func parseFungiblePolicy(s string) (fungiblePolicy, error) {

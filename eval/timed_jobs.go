@@ -123,7 +123,7 @@ func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughpu
 				}
 				perSeed[s] = fungible.AsTrace(work, "generate:"+raw)
 			}
-			names, seeded = append(names, raw), append(seeded, true)
+			names, seeded = append(names, gavelWorkloadName(raw)), append(seeded, true)
 		} else {
 			tr, err := jobs.ReadTrace(raw)
 			if err != nil {
@@ -135,11 +135,22 @@ func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughpu
 			for s := range seeds {
 				perSeed[s] = tr
 			}
-			names, seeded = append(names, strings.TrimSuffix(filepath.Base(raw), ".trace")), append(seeded, false)
+			names, seeded = append(names, gavelWorkloadName(raw)), append(seeded, false)
 		}
 		traces = append(traces, perSeed)
 	}
 	return names, traces, seeded, nil
+}
+
+func (jobsKind) workloadName(raw, _ string) (string, error) { return gavelWorkloadName(raw), nil }
+
+// gavelWorkloadName names a generated workload by its spec and a trace file by its base name.
+func gavelWorkloadName(raw string) string {
+	raw = strings.TrimSpace(raw)
+	if strings.HasPrefix(raw, "jobs=") {
+		return raw
+	}
+	return strings.TrimSuffix(filepath.Base(raw), ".trace")
 }
 
 // speedModelOf is Gavel's table with Synergy's profiles through the job-type mapping.

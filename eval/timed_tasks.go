@@ -27,6 +27,11 @@ type tasksWorld struct {
 	seeds    []uint64
 }
 
+func (tasksKind) workloadName(raw, tracesDir string) (string, error) {
+	ref, err := ParseTraceRef(raw, tracesDir)
+	return ref.Name, err
+}
+
 func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver) (timedWorld, error) {
 	t := cfg.Timed
 	if _, err := tasks.NewQueue(t.Queue); err != nil {

@@ -8,15 +8,17 @@ import (
 )
 
 // Gate is the champion gate: a candidate takes the alias only when, on every configured
-// workload, its metric (higher is better) exceeds each baseline's and the current champion's
-// by more than Margin. With Paired the margin must hold at the low end of the 95% interval
-// of the seed-by-seed difference, so a win that is only the noise of a few workloads is refused.
+// workload, its metric beats each baseline's and the current champion's by more than Margin:
+// exceeds them, or with LowerIsBetter (a JCT, a queueing delay) falls below them. With Paired
+// the margin must hold at the low end of the 95% interval of the seed-by-seed gain, so a win
+// that is only the noise of a few workloads is refused.
 type Gate struct {
-	Metric    string
-	Margin    float64
-	Paired    bool
-	Workloads []string
-	Baselines []string
+	Metric        string
+	LowerIsBetter bool
+	Margin        float64
+	Paired        bool
+	Workloads     []string
+	Baselines     []string
 }
 
 // Scores holds one metric per policy and workload, seed by seed: Scores[policy][workload][i]
@@ -29,8 +31,9 @@ type Comparison struct {
 	Against   string  `json:"against"`
 	Candidate float64 `json:"candidate"` // mean over seeds
 	Other     float64 `json:"other"`
-	// DiffLow is the low end of the 95% interval of candidate − other per seed (Paired only).
-	DiffLow *float64 `json:"diff_ci95_low,omitempty"`
+	// GainLow is the low end of the 95% interval of the candidate's gain per seed (Paired
+	// only): candidate − other, or other − candidate when lower is better.
+	GainLow *float64 `json:"gain_ci95_low,omitempty"`
 	Pass    bool     `json:"pass"`
 }
 
@@ -82,21 +85,32 @@ func (g Gate) Decide(scores Scores, candidate, champion string) Decision {
 		if champion == "" {
 			against += " (no current champion)"
 		}
-		d.Reason = fmt.Sprintf("beats %s by more than %g%s %s on %s", against, g.Margin, g.how(), g.Metric, strings.Join(g.Workloads, ", "))
+		d.Reason = fmt.Sprintf("beats %s by more than %g%s %s on %s", against, g.Margin, g.how(), g.metricName(), strings.Join(g.Workloads, ", "))
 	}
 	return d
 }
 
 func (g Gate) compare(c, v []float64) Comparison {
 	cmp := Comparison{Candidate: eval.Summarize(c).Mean, Other: eval.Summarize(v).Mean}
+	better, worse := c, v // the gain is better − worse, seed by seed
+	if g.LowerIsBetter {
+		better, worse = v, c
+	}
 	if !g.Paired {
-		cmp.Pass = cmp.Candidate > cmp.Other+g.Margin
+		cmp.Pass = eval.Summarize(better).Mean > eval.Summarize(worse).Mean+g.Margin
 		return cmp
 	}
-	d := eval.PairSeeds("", c, v).Diff
+	d := eval.PairSeeds("", better, worse).Diff
 	// One seed has no interval: it cannot show a win.
-	cmp.DiffLow, cmp.Pass = &d.Low, d.N > 1 && d.Low > g.Margin
+	cmp.GainLow, cmp.Pass = &d.Low, d.N > 1 && d.Low > g.Margin
 	return cmp
+}
+
+func (g Gate) metricName() string {
+	if g.LowerIsBetter {
+		return g.Metric + " (lower is better)"
+	}
+	return g.Metric
 }
 
 func (g Gate) how() string {
@@ -108,8 +122,8 @@ func (g Gate) how() string {
 
 func (c Comparison) describe(metric string) string {
 	s := fmt.Sprintf("%s %.3f vs %s %.3f on %s", metric, c.Candidate, c.Against, c.Other, c.Workload)
-	if c.DiffLow != nil {
-		s += fmt.Sprintf(" (difference's 95%% interval starts at %+.3f)", *c.DiffLow)
+	if c.GainLow != nil {
+		s += fmt.Sprintf(" (the gain's 95%% interval starts at %+.3f)", *c.GainLow)
 	}
 	return s
 }

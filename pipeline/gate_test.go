@@ -54,7 +54,7 @@ func TestGatePaired(t *testing.T) {
 	}{
 		{"steady gain, paired", "steady", true, true, "(95% paired, seed by seed)"},
 		{"one lucky workload, mean gate", "lucky", false, true, "beats fgd"},
-		{"one lucky workload, paired", "lucky", true, false, "difference's 95% interval starts at -"},
+		{"one lucky workload, paired", "lucky", true, false, "the gain's 95% interval starts at -"},
 		{"different seeds", "short", true, false, "no alloc_gpu_pct_130 for fgd on default"},
 	}
 	for _, tc := range tests {
@@ -68,7 +68,30 @@ func TestGatePaired(t *testing.T) {
 	}
 	one := Scores{"fgd": {"default": {95.0}}, "one": {"default": {96.0}}}
 	g := Gate{Metric: "alloc_gpu_pct_130", Paired: true, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
-	if d := g.Decide(one, "one", ""); d.Promote || d.Comparisons[0].DiffLow == nil {
+	if d := g.Decide(one, "one", ""); d.Promote || d.Comparisons[0].GainLow == nil {
 		t.Errorf("one seed promoted by the paired gate: %+v", d)
+	}
+}
+
+// A lower-is-better metric (a JCT) promotes the candidate below the baseline on every seed and
+// refuses one above it; the paired gain is the baseline minus the candidate.
+func TestGateLowerIsBetter(t *testing.T) {
+	scores := Scores{
+		"srtf":   {"gen": {50, 60, 55, 70}},
+		"faster": {"gen": {45, 54, 50, 64}},
+		"slower": {"gen": {52, 63, 57, 73}},
+	}
+	g := Gate{Metric: "avg_jct_s", LowerIsBetter: true, Paired: true, Workloads: []string{"gen"}, Baselines: []string{"srtf"}}
+	if d := g.Decide(scores, "faster", ""); !d.Promote || !strings.Contains(d.Reason, "avg_jct_s (lower is better)") {
+		t.Errorf("faster: %+v", d)
+	} else if low := *d.Comparisons[0].GainLow; !(low > 0 && low < 6) {
+		t.Errorf("faster: gain interval starts at %v, want in (0, 6)", low)
+	}
+	if d := g.Decide(scores, "slower", ""); d.Promote {
+		t.Errorf("slower promoted: %+v", d)
+	}
+	g.Paired = false
+	if d := g.Decide(scores, "slower", ""); d.Promote {
+		t.Errorf("slower promoted by the mean gate: %+v", d)
 	}
 }

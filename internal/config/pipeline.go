@@ -26,17 +26,19 @@ type PipelineConfig struct {
 
 // GateConfig is the champion gate: a new version takes Alias only when, on every workload in
 // Workloads, its Metric beats each Baselines policy and the current Alias holder by more than
-// Margin.
+// Margin (above them, or below them for a lower-is-better metric: GateMetrics says which).
 type GateConfig struct {
 	Alias string `mapstructure:"alias" yaml:"alias"`
-	// Metric is the eval metric compared (higher is better), e.g. alloc_gpu_pct_130.
+	// Metric is the eval metric compared, one of GateMetrics: alloc_gpu_pct_130 for the
+	// arrival protocol, avg_jct_s or a queueing delay for a timed evaluation.
 	Metric string `mapstructure:"metric" yaml:"metric"`
 	// Margin in the metric's unit (points of allocation for alloc_gpu_pct_*); >= 0.
 	Margin float64 `mapstructure:"margin" yaml:"margin"`
 	// Paired asks for the margin at the low end of the 95% interval of the seed-by-seed
 	// difference instead of between the means: a win must be more than a few workloads' noise.
 	Paired bool `mapstructure:"paired" yaml:"paired"`
-	// Workloads are eval trace names (default, gpushare40, ...) the candidate must win on.
+	// Workloads are eval workload names the candidate must win on: trace names (default,
+	// gpushare40, ...) or a timed evaluation's workload names.
 	Workloads []string `mapstructure:"workloads" yaml:"workloads"`
 	// Baselines are heuristic policies in the same eval that the candidate must beat.
 	Baselines []string `mapstructure:"baselines" yaml:"baselines"`
@@ -45,8 +47,42 @@ type GateConfig struct {
 // PipelineStages is the full stage graph in execution order (PipelineInputs gives its edges).
 var PipelineStages = []string{"logs", "datasets", "pretrain", "finetune", "eval", "publish"}
 
-// GateMetrics are the eval metrics the gate can compare.
-var GateMetrics = []string{"alloc_gpu_pct_100", "alloc_gpu_pct_130"}
+// A GateMetric is an eval measure the gate can compare: the report that has it and which
+// way is better.
+type GateMetric struct {
+	Name          string
+	Timed         bool // a timed evaluation's (eval.timed.kind set), else the arrival protocol's
+	LowerIsBetter bool
+}
+
+// GateMetrics are the measures the gate can compare: the arrival protocol's allocations, and
+// a timed world's JCTs, makespan, allocation and queueing delays (per seed in metrics.json).
+var GateMetrics = []GateMetric{
+	{Name: "alloc_gpu_pct_100"},
+	{Name: "alloc_gpu_pct_130"},
+	{Name: "avg_jct_s", Timed: true, LowerIsBetter: true},
+	{Name: "p99_jct_s", Timed: true, LowerIsBetter: true},
+	{Name: "makespan_s", Timed: true, LowerIsBetter: true},
+	{Name: "alloc_gpu_mean_pct", Timed: true},
+	{Name: "queue_delay_gpu_mean_s", Timed: true, LowerIsBetter: true},
+}
+
+// GateMetricOf looks a gate metric up by name.
+func GateMetricOf(name string) (GateMetric, bool) {
+	i := slices.IndexFunc(GateMetrics, func(m GateMetric) bool { return m.Name == name })
+	if i < 0 {
+		return GateMetric{}, false
+	}
+	return GateMetrics[i], true
+}
+
+func gateMetricNames() []string {
+	names := make([]string, len(GateMetrics))
+	for i, m := range GateMetrics {
+		names[i] = m.Name
+	}
+	return names
+}
 
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 
@@ -104,12 +140,12 @@ func (g GateConfig) validate() error {
 	switch {
 	case !modelName.MatchString(g.Alias):
 		return fmt.Errorf("gate.alias: %q is not an alias name", g.Alias)
-	case !slices.Contains(GateMetrics, g.Metric):
-		return fmt.Errorf("gate.metric: unknown metric %q (want one of %v)", g.Metric, GateMetrics)
+	case !slices.Contains(gateMetricNames(), g.Metric):
+		return fmt.Errorf("gate.metric: unknown metric %q (want one of %v)", g.Metric, gateMetricNames())
 	case !(g.Margin >= 0):
 		return fmt.Errorf("gate.margin: must be >= 0, got %v", g.Margin)
 	case len(g.Workloads) == 0:
-		return fmt.Errorf("gate.workloads: list at least one eval trace")
+		return fmt.Errorf("gate.workloads: list at least one eval workload")
 	}
 	for i, w := range g.Workloads {
 		if strings.TrimSpace(w) == "" {

@@ -16,11 +16,13 @@ import (
 )
 
 // evalStage evaluates the pretrained and fine-tuned checkpoints beside the eval section's
-// heuristics (and the current champion, when there is one) on the held-out workloads.
+// heuristics (and the current champion, when there is one) on the held-out workloads: in the
+// arrival protocol, or in the timed world eval.timed.kind names.
 type evalStage struct {
 	cfg      config.EvalConfig
 	champion string // registry reference MODEL@VERSION of the current champion, or ""
 	resolve  eval.Resolver
+	metric   string // the gate's, reported as the stage's metric
 	key      evalKey
 }
 
@@ -65,7 +67,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy}
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, metric: cfg.Pipeline.Gate.Metric}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
@@ -89,7 +91,13 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if roles.Champion != "" {
 		ec.Policies = append(ec.Policies, roles.Champion)
 	}
-	m, err := eval.Run(ctx, ec, eval.Options{Resolve: s.resolve, Force: true, Log: env.Log, Progress: env.Terminal})
+	opts := eval.Options{Resolve: s.resolve, Force: true, Log: env.Log, Progress: env.Terminal}
+	var err error
+	if ec.Timed.Kind != "" {
+		_, err = eval.RunTimed(ctx, ec, opts)
+	} else {
+		_, err = eval.Run(ctx, ec, opts)
+	}
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -100,25 +108,35 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if err := atomicfile.WriteFile(filepath.Join(env.OutDir, evalPoliciesFile), append(data, '\n'), 0o644); err != nil {
 		return pipeline.Result{}, err
 	}
-	res := pipeline.Result{}
-	if len(ec.Traces) > 0 {
-		if r := m.Find(roles.Candidate, traceName(ec, ec.Traces[0])); r != nil {
-			res.Metric = &pipeline.Metric{Name: "alloc_gpu_pct_130@" + r.Trace, Value: r.AllocGPUPct130.Mean}
-		}
+	m, _, err := readEvalOutput(env.OutDir)
+	if err != nil {
+		return pipeline.Result{}, err
 	}
-	return res, nil
+	names, err := eval.WorkloadNames(ec)
+	if err != nil || len(names) == 0 {
+		return pipeline.Result{}, err
+	}
+	scores, err := m.Score(s.metric)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	return pipeline.Result{Metric: candidateMean(scores, s.metric, roles.Candidate, names[0])}, nil
 }
 
-// traceName is the name eval reports a trace under ("default" for openb_pod_list_default.csv).
-func traceName(ec config.EvalConfig, t string) string {
-	ref, _ := eval.ParseTraceRef(t, ec.TracesDir)
-	return ref.Name
+// candidateMean is the candidate's mean score on workload, nil when it has none.
+func candidateMean(scores map[string]map[string][]float64, metric, candidate, workload string) *pipeline.Metric {
+	v, ok := scores[candidate][workload]
+	if !ok {
+		return nil
+	}
+	return &pipeline.Metric{Name: metric + "@" + workload, Value: eval.Summarize(v).Mean}
 }
 
-// readEvalOutput loads an eval stage output: its metrics and the policies' roles.
-func readEvalOutput(dir string) (*eval.Metrics, evalPolicies, error) {
+// readEvalOutput loads an eval stage output: its report (either layout) and the policies'
+// roles.
+func readEvalOutput(dir string) (eval.Report, evalPolicies, error) {
 	var roles evalPolicies
-	m, err := eval.ReadMetrics(filepath.Join(dir, "metrics.json"))
+	m, err := eval.ReadReport(filepath.Join(dir, "metrics.json"))
 	if err != nil {
 		return nil, roles, err
 	}

@@ -8,14 +8,20 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
-// expertLogs is the logs stage that makes "historical" scheduler logs: the sim section's expert
-// places the tuned workload of each pipeline.log_seeds seed, writing one decision log each.
+func init() {
+	registerExpertLogs(env.PlacementName, func(cfg config.Config) (pipeline.Stage, error) { return newExpertLogs(cfg) })
+}
+
+// expertLogs is the placement logs stage that makes "historical" scheduler logs: the sim
+// section's expert places the tuned workload of each pipeline.log_seeds seed, writing one
+// decision log each.
 type expertLogs struct {
 	sim   config.SimConfig
 	seeds []uint64

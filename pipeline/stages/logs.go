@@ -26,11 +26,25 @@ type logFile struct {
 	SHA256 string `json:"sha256"`
 }
 
+// expertLogMakers make the logs stage when datasets.logs names no logs: an expert's decisions
+// on training workloads, for the environment the pipeline trains (finetune.env). Each
+// environment's file registers its maker.
+var expertLogMakers = map[string]func(config.Config) (pipeline.Stage, error){}
+
+func registerExpertLogs(envName string, make func(config.Config) (pipeline.Stage, error)) {
+	expertLogMakers[envName] = make
+}
+
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
-	if cfg.Datasets.Logs == "" {
-		return newExpertLogs(cfg)
+	if cfg.Datasets.Logs != "" {
+		return newGivenLogs(cfg.Datasets.Logs)
 	}
-	return newGivenLogs(cfg.Datasets.Logs)
+	make, ok := expertLogMakers[cfg.Finetune.Env]
+	if !ok {
+		return nil, fmt.Errorf("finetune.env: %q: the logs stage makes expert logs for %v only; set datasets.logs to existing decision logs",
+			cfg.Finetune.Env, sortedKeys(expertLogMakers))
+	}
+	return make(cfg)
 }
 
 func newGivenLogs(glob string) (*givenLogs, error) {

@@ -54,17 +54,24 @@ func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, erro
 		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}}, nil
 }
 
-// checkGate refuses, before any work, a gate that names workloads or baselines the eval stage
-// does not produce.
+// checkGate refuses, before any work, a gate whose metric the eval stage's report does not
+// have or that names workloads or baselines the eval stage does not produce.
 func checkGate(cfg config.Config) error {
 	g := cfg.Pipeline.Gate
-	var traces []string
-	for _, t := range cfg.Eval.Traces {
-		traces = append(traces, traceName(cfg.Eval, t))
+	metric, _ := config.GateMetricOf(g.Metric) // the gate's validation knows it
+	switch timed := cfg.Eval.Timed.Kind != ""; {
+	case metric.Timed && !timed:
+		return fmt.Errorf("pipeline.gate.metric: %s is a timed evaluation's measure, and eval.timed.kind is not set", g.Metric)
+	case !metric.Timed && timed:
+		return fmt.Errorf("pipeline.gate.metric: %s is the arrival protocol's measure, and eval.timed.kind is %q", g.Metric, cfg.Eval.Timed.Kind)
+	}
+	names, err := eval.WorkloadNames(cfg.Eval)
+	if err != nil {
+		return fmt.Errorf("eval.%w", err)
 	}
 	for i, w := range g.Workloads {
-		if !slices.Contains(traces, w) {
-			return fmt.Errorf("pipeline.gate.workloads[%d]: %q is not one of eval.traces %v", i, w, traces)
+		if !slices.Contains(names, w) {
+			return fmt.Errorf("pipeline.gate.workloads[%d]: %q is not one of eval.traces' workloads %v", i, w, names)
 		}
 	}
 	for i, b := range g.Baselines {
@@ -89,8 +96,9 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	if err != nil {
 		return pipeline.Result{}, fmt.Errorf("gate: %w", err)
 	}
-	gate := pipeline.Gate{Metric: s.gate.Metric, Margin: s.gate.Margin, Paired: s.gate.Paired,
-		Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
+	metric, _ := config.GateMetricOf(s.gate.Metric)
+	gate := pipeline.Gate{Metric: s.gate.Metric, LowerIsBetter: metric.LowerIsBetter, Margin: s.gate.Margin,
+		Paired: s.gate.Paired, Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
 
 	version, err := os.MkdirTemp("", "schedrl-publish-*")
@@ -127,11 +135,7 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		note = fmt.Sprintf("%s is %s: %s", out.Ref, s.gate.Alias, out.Decision.Reason)
 	}
 	env.Log.Info("published", "ref", out.Ref, "uri", out.URI, "promoted", out.Promoted, "reason", out.Decision.Reason)
-	res := pipeline.Result{Note: note}
-	if v, ok := scores[roles.Candidate][s.gate.Workloads[0]]; ok {
-		res.Metric = &pipeline.Metric{Name: s.gate.Metric + "@" + s.gate.Workloads[0], Value: eval.Summarize(v).Mean}
-	}
-	return res, nil
+	return pipeline.Result{Note: note, Metric: candidateMean(scores, s.gate.Metric, roles.Candidate, s.gate.Workloads[0])}, nil
 }
 
 // Missing reports a cached publish whose version is gone from the registry (deleted, or
@@ -161,9 +165,10 @@ func (s *publishStage) Missing(ctx context.Context, out pipeline.Output) (string
 }
 
 // assembleVersion lays out a registry version in dir: the checkpoint's files, the eval
-// report under report/, and the checkpoint's manifest with the candidate's eval metrics added
-// (its creation time kept, so the same checkpoint and eval always give the same digest).
-func assembleVersion(dir, ckptDir, evalDir string, m *eval.Metrics, candidate string) error {
+// report under report/, and the checkpoint's manifest with the candidate's eval means added
+// as eval_MEASURE_WORKLOAD (its creation time kept, so the same checkpoint and eval always give
+// the same digest).
+func assembleVersion(dir, ckptDir, evalDir string, m eval.Report, candidate string) error {
 	man, err := checkpoint.Read(ckptDir)
 	if err != nil {
 		return err
@@ -183,12 +188,8 @@ func assembleVersion(dir, ckptDir, evalDir string, m *eval.Metrics, candidate st
 	if man.Metrics == nil {
 		man.Metrics = map[string]float64{}
 	}
-	for _, r := range m.Results {
-		if r.Policy == candidate {
-			man.Metrics["eval_alloc_gpu_pct_100_"+r.Trace] = r.AllocGPUPct100.Mean
-			man.Metrics["eval_alloc_gpu_pct_130_"+r.Trace] = r.AllocGPUPct130.Mean
-			man.Metrics["eval_frag_ratio_pct_130_"+r.Trace] = r.FragRatioPct130.Mean
-		}
+	for k, v := range m.Means(candidate) {
+		man.Metrics["eval_"+k] = v
 	}
 	_, err = checkpoint.Write(dir, man)
 	return err

@@ -121,6 +121,18 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 			c.Pipeline.Gate.Workloads = []string{"gpushare80"}
 		},
 			`pipeline.gate.workloads[0]: "gpushare80" is not one of eval.traces`},
+		{"timed gate metric, arrival eval", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Pipeline.Gate.Metric = "avg_jct_s"
+		},
+			"pipeline.gate.metric: avg_jct_s is a timed evaluation's measure, and eval.timed.kind is not set"},
+		{"arrival gate metric, timed eval", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Eval.Timed.Kind = "tasks"
+		},
+			`pipeline.gate.metric: alloc_gpu_pct_130 is the arrival protocol's measure, and eval.timed.kind is "tasks"`},
+		{"no expert logs for the environment", func(c *config.Config) { c.Finetune.Env = "defrag" },
+			`finetune.env: "defrag": the logs stage makes expert logs for [placement] only`},
 		{"gate baseline not evaluated", func(c *config.Config) {
 			c.Pipeline.Stages = config.PipelineStages
 			c.Eval.Policies = []string{"bestfit"}

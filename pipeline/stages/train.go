@@ -32,10 +32,18 @@ type trainStage struct {
 // the content of the reference files it reads.
 type trainKey struct {
 	Section any                  `json:"section"`
+	Env     any                  `json:"env,omitempty"` // the environment's own section (envSections)
 	Network config.NetworkConfig `json:"network"`
 	Seed    int64                `json:"seed"`
 	Device  string               `json:"device"`
 	Files   []logFile            `json:"files,omitempty"`
+}
+
+// envSections are the config sections an environment's episodes read beside finetune's,
+// by finetune.env (placement reads none): they enter the fine-tune's key. A new environment
+// adds its line.
+var envSections = map[string]func(config.Config) any{
+	"defrag-online": func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
 }
 
 func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
@@ -76,6 +84,9 @@ func newFinetune(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 	}
 	sec.From, sec.Out, sec.Workers, sec.Nodes, sec.TracesDir = "", "", 0, "", ""
 	key := trainKey{Section: sec, Network: cfg.Network, Seed: cfg.Seed, Device: cfg.Device.Name, Files: hashes}
+	if f := envSections[sec.Env]; f != nil {
+		key.Env = f(cfg)
+	}
 	return &trainStage{name: "finetune", input: "pretrain", cfg: cfg, run: run, key: key}, nil
 }
 
