@@ -38,9 +38,10 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"Policies: heuristic names (random, dotprod, clustering, packing, bestfit, fgd), ckpt:DIR,\n" +
 			"or registry references MODEL@VERSION|ALIAS. Traces: openb short names (default,\n" +
 			"gpushare40, ...) or CSV paths. Flags override the config's eval section.\n" +
-			"--timed jobs|fungible|tasks evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
-			"policies are then what `schedrl jobs --policy` takes (tasks: placers), traces Gavel trace files\n" +
-			"(tasks: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
+			"--timed jobs|fungible|tasks|defrag-online evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
+			"policies are then what `schedrl jobs --policy` takes (tasks: placers; defrag-online: none, online\n" +
+			"defrag methods or defrag checkpoints on the defrag_online section's timelines), traces Gavel trace files\n" +
+			"(tasks, defrag-online: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
 		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
 			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs",
 		Args: cobra.NoArgs,
