@@ -31,10 +31,14 @@ type Resolver func(PolicyRef) (PolicyFactory, error)
 
 // Options are what Run needs besides the config section.
 type Options struct {
-	Resolve  Resolver     // nil resolves heuristics only
-	Force    bool         // replace an existing output directory
-	Log      *slog.Logger // nil: slog.Default()
-	Progress bool         // draw a progress bar (on a terminal); else log a line per run
+	Resolve Resolver // nil resolves heuristics only
+	// ResolveDefrag resolves the defrag-online kind's checkpoints and registry references
+	// (nil: methods only); DefragOnline is that kind's timelines, trigger and budget.
+	ResolveDefrag DefragResolver
+	DefragOnline  *config.DefragOnlineConfig
+	Force         bool         // replace an existing output directory
+	Log           *slog.Logger // nil: slog.Default()
+	Progress      bool         // draw a progress bar (on a terminal); else log a line per run
 }
 
 // Run evaluates cfg.Policies on cfg.Traces x cfg.Seeds and writes the report to cfg.Out.

@@ -18,10 +18,10 @@ import (
 
 // A timedKind is one timed world eval can run (eval.timed.kind); each kind's file registers
 // itself. prepare checks the kind's keys, loads what every run shares (cluster, tables, the
-// workloads of cfg.Traces for every seed) and checks or resolves cfg.Policies, so a bad input
-// fails before any run; errors name the key or the reference.
+// workloads of cfg.Traces for every seed) and checks or resolves cfg.Policies (through opts'
+// resolvers), so a bad input fails before any run; errors name the key or the reference.
 type timedKind interface {
-	prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver) (timedWorld, error)
+	prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (timedWorld, error)
 	// workloadName is the name a cfg.Traces entry is reported under (the gate checks its
 	// workloads against these before any run).
 	workloadName(raw, tracesDir string) (string, error)
@@ -70,7 +70,7 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	if opts.Resolve == nil {
 		opts.Resolve = Heuristics
 	}
-	world, err := kind.prepare(cfg, seeds, opts.Resolve)
+	world, err := kind.prepare(cfg, seeds, opts)
 	if err != nil {
 		return nil, err
 	}

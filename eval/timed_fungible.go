@@ -34,7 +34,7 @@ type fungibleWorld struct {
 	seeds      []bool             // [workload]: generated per seed
 }
 
-func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (timedWorld, error) {
+func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Options) (timedWorld, error) {
 	t := cfg.Timed
 	w := &fungibleWorld{cfg: t, serverGPUs: fungible.ServerGPUs}
 	if s := strings.TrimSpace(t.ServersGPUs); s != "" {

@@ -27,7 +27,7 @@ type jobsWorld struct {
 	seeds    []bool          // [workload]: generated per seed
 }
 
-func (jobsKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Resolver) (timedWorld, error) {
+func (jobsKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Options) (timedWorld, error) {
 	t := cfg.Timed
 	c, err := jobs.ParseCluster(t.Cluster, "")
 	if err != nil {

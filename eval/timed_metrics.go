@@ -36,11 +36,14 @@ type TimedSeedRun struct {
 	QueueLenMean    float64 `json:"queue_length_mean"`
 	// QueueDelay is the mean queueing delay (s) by task kind (tasks world: all, cpu, share,
 	// one-gpu, multi-gpu, gpu).
-	QueueDelay  map[string]float64 `json:"queue_delay_mean_s,omitempty"`
-	Rounds      int                `json:"rounds,omitempty"`
-	WallSeconds float64            `json:"wall_seconds"`
-	JCT         []float64          `json:"-"` // per measured job, to jct.csv
-	Series      []TimedPoint       `json:"-"` // to series.csv
+	QueueDelay map[string]float64 `json:"queue_delay_mean_s,omitempty"`
+	Rounds     int                `json:"rounds,omitempty"`
+	// Migrations and DowntimeS are a defrag-online run's migrations started and their downtime.
+	Migrations  int          `json:"migrations,omitempty"`
+	DowntimeS   float64      `json:"downtime_s,omitempty"`
+	WallSeconds float64      `json:"wall_seconds"`
+	JCT         []float64    `json:"-"` // per measured job, to jct.csv
+	Series      []TimedPoint `json:"-"` // to series.csv
 }
 
 // TimedResult aggregates one policy on one timed workload over its seeds.

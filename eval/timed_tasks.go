@@ -32,7 +32,7 @@ func (tasksKind) workloadName(raw, tracesDir string) (string, error) {
 	return ref.Name, err
 }
 
-func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver) (timedWorld, error) {
+func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (timedWorld, error) {
 	t := cfg.Timed
 	if _, err := tasks.NewQueue(t.Queue); err != nil {
 		return nil, fmt.Errorf("timed.queue: %w", err)
@@ -58,6 +58,47 @@ func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver
 		}
 		refs = append(refs, ref)
 	}
+	pods, err := loadPodLists(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, p := range pods {
+		ref, trace := p.ref, p.tasks
+		perSeed := make([]*tasks.Workload, len(seeds))
+		for k, seed := range seeds {
+			wc := tasks.WorkloadConfig{Load: t.Load, Seed: seed, Cap: t.Cap, Count: t.Tasks}
+			if perSeed[k], err = tasks.NewWorkload(trace, w.capMilli, wc); err != nil {
+				return nil, fmt.Errorf("traces[%d] %s seed %d: %w", i, ref.Path, seed, err)
+			}
+			if arr := perSeed[k].Arrivals; t.Warmup > 0 && t.Warmup >= arr[len(arr)-1].Time {
+				return nil, fmt.Errorf("timed.warmup: %g s is not before the last arrival (%g s) of traces[%d] seed %d: nothing would be measured",
+					t.Warmup, arr[len(arr)-1].Time, i, seed)
+			}
+		}
+		w.names, w.models, w.work = append(w.names, ref.Name), append(w.models, p.model), append(w.work, perSeed)
+	}
+	// Last, since resolving may load networks or pull from the registry.
+	for _, ref := range refs {
+		f, err := opts.Resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		w.policies = append(w.policies, f)
+	}
+	return w, nil
+}
+
+// podList is one eval.traces entry of the openb timed worlds: its reference, tasks and
+// typical shapes.
+type podList struct {
+	ref   TraceRef
+	tasks []sim.Task
+	model *sim.FragModel
+}
+
+// loadPodLists reads every eval.traces pod list; errors name the entry.
+func loadPodLists(cfg config.EvalConfig) ([]podList, error) {
+	var out []podList
 	for i, s := range cfg.Traces {
 		ref, err := ParseTraceRef(s, cfg.TracesDir)
 		if err != nil {
@@ -71,28 +112,9 @@ func (tasksKind) prepare(cfg config.EvalConfig, seeds []uint64, resolve Resolver
 		if err != nil {
 			return nil, fmt.Errorf("traces[%d] %s: %w", i, ref.Path, err)
 		}
-		perSeed := make([]*tasks.Workload, len(seeds))
-		for k, seed := range seeds {
-			wc := tasks.WorkloadConfig{Load: t.Load, Seed: seed, Cap: t.Cap, Count: t.Tasks}
-			if perSeed[k], err = tasks.NewWorkload(trace, w.capMilli, wc); err != nil {
-				return nil, fmt.Errorf("traces[%d] %s seed %d: %w", i, ref.Path, seed, err)
-			}
-			if arr := perSeed[k].Arrivals; t.Warmup > 0 && t.Warmup >= arr[len(arr)-1].Time {
-				return nil, fmt.Errorf("timed.warmup: %g s is not before the last arrival (%g s) of traces[%d] seed %d: nothing would be measured",
-					t.Warmup, arr[len(arr)-1].Time, i, seed)
-			}
-		}
-		w.names, w.models, w.work = append(w.names, ref.Name), append(w.models, model), append(w.work, perSeed)
+		out = append(out, podList{ref, trace, model})
 	}
-	// Last, since resolving may load networks or pull from the registry.
-	for _, ref := range refs {
-		f, err := resolve(ref)
-		if err != nil {
-			return nil, err
-		}
-		w.policies = append(w.policies, f)
-	}
-	return w, nil
+	return out, nil
 }
 
 func (w *tasksWorld) workloads() []string { return w.names }
@@ -105,8 +127,7 @@ func (w *tasksWorld) describe() string {
 		len(w.nodes), w.capMilli/sim.MilliPerGPU, w.cfg.Load, w.cfg.Cap, w.cfg.Queue, w.cfg.Warmup)
 }
 
-// run measures the tasks arrived after the warm-up; the allocation mean is the world's, over
-// [warm-up, last arrival], and the queue length the mean of the series' samples there.
+// run measures the tasks arrived after the warm-up (tasksSeedRun).
 func (w *tasksWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
 	placer, err := w.policies[policy]()
 	if err != nil {
@@ -128,6 +149,14 @@ func (w *tasksWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
 	if err != nil {
 		return TimedSeedRun{}, err
 	}
+	return tasksSeedRun(res), nil
+}
+
+// tasksSeedRun is a timed-task run's report: the measured tasks' completion times and
+// queueing delays by kind (whole-gpu: the tasks asking for one or more whole GPUs), the
+// allocation mean over [warm-up, last arrival] and the queue length, the mean of the series'
+// samples there.
+func tasksSeedRun(res *tasks.Result) TimedSeedRun {
 	run := TimedSeedRun{Makespan: res.Makespan, Utilization: res.Utilization, AllocGPUMeanPct: res.AllocGPUMeanPct,
 		QueueDelay: map[string]float64{}}
 	for _, i := range res.Measured() {
@@ -138,6 +167,7 @@ func (w *tasksWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
 	for k, d := range res.Delays() {
 		run.QueueDelay[k] = d.Mean
 	}
+	run.QueueDelay[WholeGPUDelay] = res.DelayStats(tasks.WholeGPU).Mean
 	n := 0
 	for _, p := range res.Series {
 		run.Series = append(run.Series, TimedPoint{Time: p.Time, AllocGPUPct: p.AllocGPUPct, Running: p.Running, Waiting: p.Waiting})
@@ -149,5 +179,9 @@ func (w *tasksWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
 	if n > 0 {
 		run.QueueLenMean /= float64(n)
 	}
-	return run, nil
+	return run
 }
+
+// WholeGPUDelay is the QueueDelay key of the tasks that ask for whole GPUs (one or more), the
+// tasks fragmentation makes wait; the gate reads it as queue_delay_whole-gpu_mean_s.
+const WholeGPUDelay = "whole-gpu"

@@ -172,7 +172,9 @@ type defragMeans struct {
 	PendingGPUs     float64 `json:"pending_gpus_placed"`
 	Migrations      float64 `json:"migrations"`
 	Reward          float64 `json:"reward"`
-	// WholeGPUDelay is a defrag-online evaluation's mean queueing delay of whole-GPU tasks.
+	// Online marks a defrag-online evaluation (held-out timelines, not snapshots);
+	// WholeGPUDelay is its mean queueing delay of whole-GPU tasks.
+	Online        bool    `json:"online,omitempty"`
 	WholeGPUDelay float64 `json:"whole_gpu_queue_delay_mean_s,omitempty"`
 }
 

@@ -132,7 +132,7 @@ func (e *onlineEpisodes) start(d Draw) (episode, error) {
 // against no defragmentation minus the downtime cost).
 func (e *onlineEpisodes) evaluate(pol policy, _ int) (heldOut, error) {
 	planner := online.FromDefrag(nn.NewDefragPolicy(pol.net, pol.dev, "ppo"), e.opts)
-	h := heldOut{Seeds: e.base.evalSeeds, Defrag: &defragHeld{}}
+	h := heldOut{Seeds: e.base.evalSeeds, Defrag: &defragHeld{Mean: defragMeans{Online: true}}}
 	m := &h.Defrag.Mean
 	n := float64(len(e.base.evalSeeds))
 	for _, seed := range e.base.evalSeeds {

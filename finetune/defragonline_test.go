@@ -53,10 +53,10 @@ func TestDefragOnlineFromScratch(t *testing.T) {
 	for _, r := range recs {
 		finiteAll(t, "update metrics", r.KLRef, r.ApproxKL, r.ClipFrac, r.Entropy, r.PolicyLoss, r.ValueLoss, r.GradNorm)
 	}
-	if last := recs[len(recs)-1]; last.HeldOutReward == nil || last.HeldOutMigrations == nil {
+	if last := recs[len(recs)-1]; last.HeldOutReward == nil || last.HeldOutMigrations == nil || last.HeldOutWholeGPUDelay == nil {
 		t.Fatalf("the last update has no held-out evaluation: %+v", last)
 	}
-	if res.FinalDefrag.WholeGPUDelay <= 0 {
+	if !res.FinalDefrag.Online || res.FinalDefrag.WholeGPUDelay <= 0 {
 		t.Errorf("held-out whole-GPU delay %v: the load-1.1 timeline queues", res.FinalDefrag.WholeGPUDelay)
 	}
 }

@@ -49,6 +49,8 @@ type record struct {
 	HeldOutPendingGPUs *float64 `json:"held_out_pending_gpus_placed,omitempty"`
 	HeldOutMigrations  *float64 `json:"held_out_migrations,omitempty"`
 	HeldOutReward      *float64 `json:"held_out_reward,omitempty"`
+	// Defrag-online held-out timelines: the whole-GPU mean queueing delay (seconds).
+	HeldOutWholeGPUDelay *float64 `json:"held_out_whole_gpu_queue_delay_mean_s,omitempty"`
 }
 
 func (r *record) setEpisodes(ended []episodeEnd) {
@@ -83,13 +85,16 @@ func (r *record) setHeldOut(h heldOut) {
 	m := h.Defrag.Mean
 	r.HeldOutFragBefore, r.HeldOutFragAfter, r.HeldOutPending = &m.FragRatioBefore, &m.FragRatioAfter, &m.PendingPlaced
 	r.HeldOutPendingGPUs, r.HeldOutMigrations, r.HeldOutReward = &m.PendingGPUs, &m.Migrations, &m.Reward
+	if m.Online {
+		r.HeldOutWholeGPUDelay = &m.WholeGPUDelay
+	}
 }
 
 // fields are the means by their record names (held_out_ dropped).
 func (m defragMeans) fields() map[string]float64 {
 	f := map[string]float64{"frag_ratio_pct_before": m.FragRatioBefore, "frag_ratio_pct": m.FragRatioAfter,
 		"pending_placed": m.PendingPlaced, "pending_gpus_placed": m.PendingGPUs, "migrations": m.Migrations, "reward": m.Reward}
-	if m.WholeGPUDelay != 0 {
+	if m.Online {
 		f["whole_gpu_queue_delay_mean_s"] = m.WholeGPUDelay
 	}
 	return f
@@ -132,6 +137,9 @@ func (r record) logArgs() []any {
 	if r.HeldOutFragAfter != nil {
 		args = append(args, "held_out_frag_ratio_pct", *r.HeldOutFragAfter, "held_out_pending_placed", *r.HeldOutPending,
 			"held_out_pending_gpus_placed", *r.HeldOutPendingGPUs, "held_out_migrations", *r.HeldOutMigrations, "held_out_reward", *r.HeldOutReward)
+	}
+	if r.HeldOutWholeGPUDelay != nil {
+		args = append(args, "held_out_whole_gpu_queue_delay_mean_s", *r.HeldOutWholeGPUDelay)
 	}
 	return args
 }

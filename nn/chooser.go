@@ -73,12 +73,41 @@ func (c *chooser) choose(obs *env.Observation, rng *rand.Rand) (env.Action, erro
 	if c.sampled {
 		i = sampleMasked(c.cand, obs.Mask, rng)
 	} else {
-		i = argmaxFeasible(c.cand, obs.Mask, nil)
+		i = greedyChoice(c.cand, obs.Mask, obs.Stage)
 	}
 	if i < 0 {
 		return env.Action{}, fmt.Errorf("%s: no allowed candidate at stage %d", c.p.Label, obs.Stage)
 	}
 	return env.Action{Candidate: i}, nil
+}
+
+// greedyChoice is greedy decoding's candidate. In stage one STOP (the last candidate) is one
+// branch and the tasks together are the other: the masked softmax factorises into P(STOP) and
+// P(task | migrate), so the greedy act/stop decision is P(STOP) >= 1/2, and only a migration
+// takes the likeliest task. A plain argmax would stop whenever STOP outweighs every single task,
+// even when migrating is far likelier than stopping (a clone of an expert that acts in half its
+// invocations, spreading its picks over many tasks, would never act). Stage two is the argmax.
+func greedyChoice(logits []float32, mask []bool, stage int) int {
+	stop := len(mask) - 1
+	if stage != 0 || stop < 0 || !mask[stop] {
+		return argmaxFeasible(logits, mask, nil)
+	}
+	top := float64(logits[stop])
+	for i, ok := range mask {
+		if ok {
+			top = math.Max(top, float64(logits[i]))
+		}
+	}
+	var migrate float64
+	for i, ok := range mask[:stop] {
+		if ok {
+			migrate += math.Exp(float64(logits[i]) - top)
+		}
+	}
+	if migrate <= math.Exp(float64(logits[stop])-top) {
+		return stop
+	}
+	return argmaxFeasible(logits[:stop], mask[:stop], nil)
 }
 
 // score fills c.cand with the network's logit of every candidate of obs.

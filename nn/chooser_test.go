@@ -160,3 +160,32 @@ func TestLoadDefragPolicyRefusesPlacementCheckpoint(t *testing.T) {
 		t.Fatalf("placement checkpoint loaded as a defrag planner: %v", err)
 	}
 }
+
+// TestGreedyChoiceActsWhenMigratingIsLikelier: greedy decoding stops only when STOP holds at
+// least half the stage-one probability, even when STOP is the single likeliest candidate; stage
+// two, and a stage one whose STOP is masked, take the argmax.
+func TestGreedyChoiceActsWhenMigratingIsLikelier(t *testing.T) {
+	all := []bool{true, true, true, true}
+	cases := []struct {
+		name   string
+		logits []float32
+		mask   []bool
+		stage  int
+		want   int
+	}{
+		// P(STOP) = e / (e + 3 e^0.5) = 0.35: migrate, to the likeliest task.
+		{"stop likeliest single, migrating likelier", []float32{0.5, 0.6, 0.5, 1}, all, 0, 1},
+		// P(STOP) = e^2 / (e^2 + 3 e^0.5) = 0.60.
+		{"stop holds half", []float32{0.5, 0.5, 0.5, 2}, all, 0, 3},
+		// Task 1 is masked: P(STOP) = e / (e + 2 e^0.5) = 0.45.
+		{"masked tasks do not count", []float32{0.5, 5, 0.5, 1}, []bool{true, false, true, true}, 0, 0},
+		{"stage two is argmax", []float32{0.5, 0.6, 0.5, 1}, all, 1, 3},
+		{"no stop allowed", []float32{0.5, 0.6, 0.5, 1}, []bool{true, true, true, false}, 0, 1},
+		{"only stop", []float32{9, 9, 9, -1}, []bool{false, false, false, true}, 0, 3},
+	}
+	for _, c := range cases {
+		if got := greedyChoice(c.logits, c.mask, c.stage); got != c.want {
+			t.Errorf("%s: greedyChoice = %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -38,9 +38,10 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"Policies: heuristic names (random, dotprod, clustering, packing, bestfit, fgd), ckpt:DIR,\n" +
 			"or registry references MODEL@VERSION|ALIAS. Traces: openb short names (default,\n" +
 			"gpushare40, ...) or CSV paths. Flags override the config's eval section.\n" +
-			"--timed jobs|fungible|tasks evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
-			"policies are then what `schedrl jobs --policy` takes (tasks: placers), traces Gavel trace files\n" +
-			"(tasks: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
+			"--timed jobs|fungible|tasks|defrag-online evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
+			"policies are then what `schedrl jobs --policy` takes (tasks: placers; defrag-online: none, online\n" +
+			"defrag methods or defrag checkpoints on the defrag_online section's timelines), traces Gavel trace files\n" +
+			"(tasks, defrag-online: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
 		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
 			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs",
 		Args: cobra.NoArgs,
@@ -143,7 +144,10 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	}
 	resolve, cleanup := policyResolver(cfg, slog.Default())
 	defer cleanup()
-	evalOpts := eval.Options{Resolve: resolve, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
+	defer cleanupDefrag()
+	evalOpts := eval.Options{Resolve: resolve, ResolveDefrag: resolveDefrag, DefragOnline: &cfg.DefragOnline,
+		Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
 	if ec.Timed.Kind != "" {
 		m, err := eval.RunTimed(ctx, ec, evalOpts)
 		if err != nil {
@@ -179,13 +183,15 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 	if cfg.Device.Threads == 0 && cfg.Eval.Parallelism != 1 {
 		cfg.Device.Threads = 1
 	}
-	var pulled string
-	cleanup = func() {
-		if pulled != "" {
-			os.RemoveAll(pulled)
+	pull := &refPuller{cfg: cfg, log: log}
+	resolve = func(ref eval.PolicyRef) (eval.PolicyFactory, error) {
+		if ref.Kind != eval.Checkpoint && ref.Kind != eval.Registry {
+			return eval.Heuristics(ref)
 		}
-	}
-	loadCheckpoint := func(ref eval.PolicyRef, dir string) (eval.PolicyFactory, error) {
+		dir, err := pull.dir(ref)
+		if err != nil {
+			return nil, err
+		}
 		dev, err := nn.Device(cfg.Device)
 		if err != nil {
 			return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
@@ -196,24 +202,36 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 		}
 		return func() (sim.Placer, error) { return p.NewPlacer(), nil }, nil
 	}
-	resolve = func(ref eval.PolicyRef) (eval.PolicyFactory, error) {
-		switch ref.Kind {
-		case eval.Checkpoint:
-			return loadCheckpoint(ref, ref.Dir)
-		case eval.Registry:
-			if pulled == "" {
-				var err error
-				if pulled, err = os.MkdirTemp("", "schedrl-eval-pull-"); err != nil {
-					return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
-				}
-			}
-			dest := filepath.Join(pulled, ref.Name+"@"+ref.Tag)
-			if err := pullVersion(cfg, ref, dest, log); err != nil {
-				return nil, err
-			}
-			return loadCheckpoint(ref, dest)
-		}
-		return eval.Heuristics(ref)
+	return resolve, pull.cleanup
+}
+
+// refPuller finds a checkpoint reference's directory: its own, or the registry version
+// pulled into one temporary directory, which cleanup removes.
+type refPuller struct {
+	cfg    config.Config
+	log    *slog.Logger
+	pulled string
+}
+
+func (p *refPuller) dir(ref eval.PolicyRef) (string, error) {
+	if ref.Kind == eval.Checkpoint {
+		return ref.Dir, nil
 	}
-	return resolve, cleanup
+	if p.pulled == "" {
+		var err error
+		if p.pulled, err = os.MkdirTemp("", "schedrl-eval-pull-"); err != nil {
+			return "", fmt.Errorf("policy %q: %w", ref.Raw, err)
+		}
+	}
+	dest := filepath.Join(p.pulled, ref.Name+"@"+ref.Tag)
+	if err := pullVersion(p.cfg, ref, dest, p.log); err != nil {
+		return "", err
+	}
+	return dest, nil
+}
+
+func (p *refPuller) cleanup() {
+	if p.pulled != "" {
+		os.RemoveAll(p.pulled)
+	}
 }

@@ -88,6 +88,13 @@ func runFinetune(ctx context.Context, opts *finetuneOptions) error {
 	if opts.JSON {
 		return json.NewEncoder(w).Encode(res)
 	}
+	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
+		fmt.Fprintf(w, "fine-tuned %s: held-out timelines, whole-GPU queueing delay %.1f -> %.1f s, migrations %.1f -> %.1f, "+
+			"reward (queued GPU-hours avoided - downtime) %.2f -> %.2f, after %d env steps (%.0f steps/s, %.0f s)\n",
+			res.Dir, s.WholeGPUDelay, e.WholeGPUDelay, s.Migrations, e.Migrations, s.Reward, e.Reward,
+			res.EnvSteps, res.StepsPerSecond, res.Seconds)
+		return nil
+	}
 	if s, e := res.StartDefrag, res.FinalDefrag; s != nil {
 		fmt.Fprintf(w, "fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
 			"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)\n",

@@ -145,10 +145,13 @@ func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
 }
 
 // buildPipeline is the stage graph of cfg and the code revision its keys use; cleanup
-// removes the registry versions eval's policy resolver pulled.
+// removes the registry versions eval's policy resolvers pulled.
 func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
-	resolve, cleanup := policyResolver(cfg, slog.Default())
-	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Pretrain: pretrainStage, Finetune: finetuneStage})
+	resolve, cleanupPlacers := policyResolver(cfg, slog.Default())
+	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
+	cleanup := func() { cleanupPlacers(); cleanupDefrag() }
+	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag,
+		Pretrain: pretrainStage, Finetune: finetuneStage})
 	if err == nil {
 		var rev string
 		if rev, err = pipeline.CodeRevision(); err == nil {
@@ -206,6 +209,13 @@ func finetuneStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pi
 	}
 	if !res.Complete {
 		return pipeline.Result{}, fmt.Errorf("stopped after %d updates, before its budget", res.Updates)
+	}
+	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
+		return pipeline.Result{
+			Metric: &pipeline.Metric{Name: "heldout_whole_gpu_queue_delay_mean_s", Value: e.WholeGPUDelay},
+			Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out whole-GPU delay %.1f -> %.1f s, migrations %.1f -> %.1f",
+				res.EnvSteps, res.StepsPerSecond, s.WholeGPUDelay, e.WholeGPUDelay, s.Migrations, e.Migrations),
+		}, nil
 	}
 	return pipeline.Result{
 		Metric: &pipeline.Metric{Name: "heldout_alloc_gpu_pct", Value: res.FinalMean},

@@ -47,7 +47,13 @@ const repoRoot = "../.."
 // the registry settings in env.
 func cli(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"pipeline", "run", "--config", "configs/smoke.yaml",
+	return cliConfig(t, "configs/smoke.yaml", dir, env, args...)
+}
+
+// cliConfig is cli with another config file.
+func cliConfig(t *testing.T, config, dir string, env []string, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"pipeline", "run", "--config", config,
 		"--set", "pipeline.dir=" + dir}, args...)...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(append(os.Environ(), "SCHEDRL_TEST_AS_CLI=1"), env...)
@@ -56,8 +62,13 @@ func cli(t *testing.T, dir string, env []string, args ...string) *exec.Cmd {
 
 func runCLI(t *testing.T, dir string, env []string) *pipeline.Record {
 	t.Helper()
+	return runCLIConfig(t, "configs/smoke.yaml", dir, env)
+}
+
+func runCLIConfig(t *testing.T, config, dir string, env []string) *pipeline.Record {
+	t.Helper()
 	var out bytes.Buffer
-	cmd := cli(t, dir, env)
+	cmd := cliConfig(t, config, dir, env)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("pipeline run: %v\n%s", err, out.String())

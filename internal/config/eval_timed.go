@@ -7,7 +7,7 @@ import (
 )
 
 // TimedKinds are the timed worlds eval can run (eval.timed.kind); "" is the arrival protocol.
-var TimedKinds = []string{"jobs", "fungible", "tasks"}
+var TimedKinds = []string{"jobs", "fungible", "tasks", "defrag-online"}
 
 // TimedEvalConfig is eval's timed-workload form (eval.timed): with Kind set, eval runs the
 // policies on timed workloads of that world instead of the arrival protocol. eval.policies then

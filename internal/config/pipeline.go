@@ -65,6 +65,7 @@ var GateMetrics = []GateMetric{
 	{Name: "makespan_s", Timed: true, LowerIsBetter: true},
 	{Name: "alloc_gpu_mean_pct", Timed: true},
 	{Name: "queue_delay_gpu_mean_s", Timed: true, LowerIsBetter: true},
+	{Name: "queue_delay_whole-gpu_mean_s", Timed: true, LowerIsBetter: true},
 }
 
 // GateMetricOf looks a gate metric up by name.

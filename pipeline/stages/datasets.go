@@ -12,19 +12,29 @@ import (
 
 // datasetsStage replays the logs stage's decision logs into Parquet transitions.
 type datasetsStage struct {
-	cfg  config.DatasetsConfig
-	seed uint64
-	key  datasetsKey
+	cfg    config.DatasetsConfig
+	defrag env.DefragOptions
+	seed   uint64
+	key    datasetsKey
 }
 
 type datasetsKey struct {
 	Datasets config.DatasetsConfig `json:"datasets"`
+	Defrag   *env.DefragOptions    `json:"defrag,omitempty"` // the defrag rewards of a defrag dataset
 	Seed     uint64                `json:"seed"`
 }
 
+// defragRewards are the defrag section's reward weights (the budget comes from each log).
+func defragRewards(c config.DefragConfig) env.DefragOptions {
+	return env.DefragOptions{RewardFragment: c.RewardFragment, RewardPending: c.RewardPending, MigrationCost: c.MigrationCost}
+}
+
 func newDatasets(cfg config.Config) *datasetsStage {
-	s := &datasetsStage{cfg: cfg.Datasets, seed: uint64(cfg.Seed)}
+	s := &datasetsStage{cfg: cfg.Datasets, defrag: defragRewards(cfg.Defrag), seed: uint64(cfg.Seed)}
 	s.key = datasetsKey{Datasets: cfg.Datasets, Seed: s.seed}
+	if cfg.Datasets.Env == env.DefragName {
+		s.key.Defrag = &s.defrag
+	}
 	// The logs come from the logs stage (whose hash is in the key), the output goes where the
 	// pipeline says, and the worker count does not change the rows.
 	s.key.Datasets.Logs, s.key.Datasets.Out, s.key.Datasets.Force, s.key.Datasets.Workers = "", "", false, 0
@@ -50,6 +60,7 @@ func (s *datasetsStage) Run(ctx context.Context, e pipeline.Env) (pipeline.Resul
 		RowGroupRows: s.cfg.RowGroupRows,
 		Workers:      s.cfg.Workers,
 		EnvOptions:   env.Options{RewardPlaced: s.cfg.RewardPlaced, RewardFragment: s.cfg.RewardFragment},
+		Defrag:       s.defrag,
 		Gamma:        s.cfg.Gamma,
 	})
 	if err != nil {

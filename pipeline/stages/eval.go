@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
@@ -22,12 +23,15 @@ type evalStage struct {
 	cfg      config.EvalConfig
 	champion string // registry reference MODEL@VERSION of the current champion, or ""
 	resolve  eval.Resolver
-	metric   string // the gate's, reported as the stage's metric
+	defrag   eval.DefragResolver
+	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
+	metric   string                     // the gate's, reported as the stage's metric
 	key      evalKey
 }
 
 type evalKey struct {
 	Eval     config.EvalConfig `json:"eval"`
+	Online   any               `json:"online,omitempty"` // defrag_online, for the defrag-online kind
 	Champion string            `json:"champion"`
 	Files    []logFile         `json:"files"`
 }
@@ -67,8 +71,15 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, metric: cfg.Pipeline.Gate.Metric}
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag,
+		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Metric}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
+	if cfg.Eval.Timed.Kind == online.EnvName {
+		if err := eval.CheckDefragOnline(cfg.Eval, &cfg.DefragOnline); err != nil {
+			return nil, fmt.Errorf("eval config: %w", err)
+		}
+		s.key.Online = cfg.DefragOnline
+	}
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
 	s.key.Eval.Nodes, s.key.Eval.Paper = "", ""
@@ -91,7 +102,7 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if roles.Champion != "" {
 		ec.Policies = append(ec.Policies, roles.Champion)
 	}
-	opts := eval.Options{Resolve: s.resolve, Force: true, Log: env.Log, Progress: env.Terminal}
+	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, DefragOnline: s.online, Force: true, Log: env.Log, Progress: env.Terminal}
 	var err error
 	if ec.Timed.Kind != "" {
 		_, err = eval.RunTimed(ctx, ec, opts)

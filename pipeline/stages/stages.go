@@ -18,8 +18,10 @@ import (
 // to the registry, so that this package builds without cgo. Build refuses a selected stage
 // whose field is nil.
 type Deps struct {
-	// ResolvePolicy resolves eval policy references, checkpoints included.
+	// ResolvePolicy resolves eval policy references, checkpoints included; ResolveDefrag the
+	// defrag-online eval's checkpoints.
 	ResolvePolicy eval.Resolver
+	ResolveDefrag eval.DefragResolver
 	// Pretrain and Finetune run the training stages.
 	Pretrain, Finetune TrainFunc
 
