@@ -466,14 +466,17 @@ func (s *maxMinLP) factor() {
 func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float64) {
 	p, n := &s.pt, min(s.n, NumGPUs)
 	sys := s.schur
+	var rhs0 [NumGPUs]float64 // the Schur system's right-hand side, summed in registers below
 	for g := range n {
 		k := nu - p.q[g]*p.u[g]
 		if aff != nil {
 			k -= aff.q[g] * aff.u[g]
 		}
-		sys[g][n+1] = k/p.u[g] - s.rq[g]
+		rhs0[g] = k/p.u[g] - s.rq[g]
 	}
-	sys[n][n+1] = s.rt
+	// A type the cluster lacks has an identity row in every block and a zero right-hand side,
+	// so its sum stays 0 and is not read.
+	sum0, sum1, sum2, sumT := rhs0[0], rhs0[1], rhs0[2], s.rt
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
 	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
 	w, dc := s.work[:len(p.c)], d.c[:len(p.c)]
@@ -500,11 +503,14 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 		}
 		rhs[tr], rhs[fr] = k.rr-kr*k.iy, kf*k.iv-k.rf
 		k.base = mulBlock(&k.kinv, &rhs)
-		for g := range n {
-			sys[g][n+1] += k.ms * k.base[g]
-		}
-		sys[n][n+1] += k.base[fr]
+		b, ms := &k.base, k.ms
+		sum0, sum1, sum2, sumT = sum0+ms*b[0], sum1+ms*b[1], sum2+ms*b[2], sumT+b[fr]
 	}
+	rhs0 = [NumGPUs]float64{sum0, sum1, sum2}
+	for g := range n {
+		sys[g][n+1] = rhs0[g]
+	}
+	sys[n][n+1] = sumT
 	sol := solveAug(sys, n+1, n+1)
 	dt := sol[n]
 	d.t = dt
