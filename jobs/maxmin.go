@@ -128,7 +128,7 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		barriers += s.mult[i] * float64(n+2)
 	}
 	centring := 0
-	worst, gap := s.residuals(nil, 0, 0)
+	worst, gap := s.advance(nil, 0, 0)
 	for iter := 0; iter < 200; iter++ {
 		nu := gap / barriers
 		converged := worst <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
@@ -138,17 +138,15 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 				break
 			}
 			centring++
-			s.factor()
 			ap, ad = s.direction(&s.step, nu, nil)
 		} else {
 			// Predictor: the affine direction towards gap 0; its gap says how far to centre.
-			s.factor()
 			ap, ad = s.direction(&s.aff, 0, nil)
 			nuAff := s.gapAfter(&s.aff, ap, ad) / barriers
 			sigma := math.Pow(nuAff/nu, 3)
 			ap, ad = s.direction(&s.step, sigma*nu, &s.aff)
 		}
-		worst, gap = s.residuals(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
+		worst, gap = s.advance(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
 	}
 	s.x = grow(s.x, m)
 	for i := range s.x {
@@ -335,11 +333,12 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	return worst
 }
 
-// residuals moves the point by primal step ap and dual step ad along d, when d is given, then
+// advance moves the point by primal step ap and dual step ad along d, when d is given, then
 // computes the equality residuals there (time rows, fairness rows, the dual rows of x,
 // capacities, the dual row of t) and returns the largest, capacities relative to their size,
-// and the duality gap (in the order gapAfter sums it). One pass over the classes does both.
-func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
+// and the duality gap (in the order gapAfter sums it); and factors the Newton system there,
+// which every step but a solve's last needs. One pass over the classes does all three.
+func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 	p, n := &s.pt, min(s.n, NumGPUs)
 	if d != nil {
 		for g := range n {
@@ -349,6 +348,7 @@ func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		p.t += ap * d.t
 	}
 	rq, rt := s.cap, 1.0
+	var schur [NumGPUs + 1][blockSize]float64
 	w := s.work[:len(p.c)]
 	for i := range p.c {
 		c, k := &p.c[i], &w[i]
@@ -378,6 +378,7 @@ func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		k.rr, k.rf = rr, rf
 		worst = larger(larger(worst, math.Abs(rr)), math.Abs(rf))
 		rt -= c.v
+		factorClass(c, k, n, &schur)
 	}
 	for g := range n {
 		gap += p.q[g] * p.u[g]
@@ -385,6 +386,14 @@ func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		worst = max(worst, math.Abs(rq[g])/max(1, s.cap[g]))
 	}
 	s.rq, s.rt = rq, rt
+	for g := range n {
+		for h := g + 1; h < n; h++ {
+			schur[h][g] = schur[g][h]
+		}
+		schur[n][g] = -schur[g][n]
+		schur[g][g] += p.q[g] / p.u[g]
+	}
+	s.schur = schur
 	return max(worst, math.Abs(rt)), gap
 }
 
@@ -404,7 +413,7 @@ func smaller(x, y float64) float64 {
 	return x
 }
 
-// factor computes, for the current point, each class's block inverse and the Schur system
+// The factorization at a point (advance) is each class's block inverse and the Schur system
 // over the capacity duals and t that couples the classes; directions then differ only in
 // their right-hand sides. A class's block is the quasi-definite system in (dx, dy, -dv),
 //
@@ -423,39 +432,28 @@ const (
 	blockSize = NumGPUs + 2
 )
 
-func (s *maxMinLP) factor() {
-	p, n := &s.pt, min(s.n, NumGPUs)
-	var schur [NumGPUs + 1][blockSize]float64
-	w := s.work[:len(p.c)]
-	for i := range p.c {
-		pc, k := &p.c[i], &w[i]
-		k.iy, k.iv, k.ir, k.iff = 1/pc.y, 1/pc.v, 1/pc.r, 1/pc.f
-		var c [NumGPUs]float64
-		for g := range n {
-			k.ix[g], k.iz[g] = 1/pc.x[g], 1/pc.z[g]
-			c[g] = pc.x[g] * k.iz[g]
-		}
-		inv := &k.kinv
-		blockInverse(&c, &k.a, pc.r*k.iy, pc.f*k.iv, n, inv)
-		ms := k.ms
-		ms2 := ms * ms
-		// The inverse is symmetric, so is the Schur system: the upper triangle, mirrored below.
-		for g := range n {
-			for h := g; h < n; h++ {
-				schur[g][h] += ms2 * inv[g][h]
-			}
-			schur[g][n] -= ms * inv[g][fr]
-		}
-		schur[n][n] -= inv[fr][fr]
-	}
+// factorClass sets a class's reciprocals and block inverse at the current point and adds its
+// terms to the Schur system's upper triangle and t column. The inverse is symmetric, so is
+// the Schur system: advance mirrors the triangle.
+func factorClass(pc *pdClass, k *lpClass, n int, schur *[NumGPUs + 1][blockSize]float64) {
+	n = min(n, NumGPUs)
+	k.iy, k.iv, k.ir, k.iff = 1/pc.y, 1/pc.v, 1/pc.r, 1/pc.f
+	var c [NumGPUs]float64
 	for g := range n {
-		for h := g + 1; h < n; h++ {
-			schur[h][g] = schur[g][h]
-		}
-		schur[n][g] = -schur[g][n]
-		schur[g][g] += p.q[g] / p.u[g]
+		k.ix[g], k.iz[g] = 1/pc.x[g], 1/pc.z[g]
+		c[g] = pc.x[g] * k.iz[g]
 	}
-	s.schur = schur
+	inv := &k.kinv
+	blockInverse(&c, &k.a, pc.r*k.iy, pc.f*k.iv, n, inv)
+	ms := k.ms
+	ms2 := ms * ms
+	for g := range n {
+		for h := g; h < n; h++ {
+			schur[g][h] += ms2 * inv[g][h]
+		}
+		schur[g][n] -= ms * inv[g][fr]
+	}
+	schur[n][n] -= inv[fr][fr]
 }
 
 // direction solves the Newton system for complementarity target nu x weight, less the
