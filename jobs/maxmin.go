@@ -348,7 +348,9 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		p.t += ap * d.t
 	}
 	rq, rt := s.cap, 1.0
-	var schur [NumGPUs + 1][blockSize]float64
+	// The Schur system's sums, in registers: its upper triangle over the types, its t column
+	// and its t entry, over all NumGPUs types (those the cluster lacks are not read).
+	var s00, s01, s02, s11, s12, s22, s0t, s1t, s2t, stt float64
 	w := s.work[:len(p.c)]
 	for i := range p.c {
 		c, k := &p.c[i], &w[i]
@@ -378,7 +380,9 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		k.rr, k.rf = rr, rf
 		worst = larger(larger(worst, math.Abs(rr)), math.Abs(rf))
 		rt -= c.v
-		factorClass(c, k, n, &schur)
+		t00, t01, t02, t11, t12, t22, t0t, t1t, t2t, ttt := factorClass(c, k, n)
+		s00, s01, s02, s11, s12, s22 = s00+t00, s01+t01, s02+t02, s11+t11, s12+t12, s22+t22
+		s0t, s1t, s2t, stt = s0t-t0t, s1t-t1t, s2t-t2t, stt-ttt
 	}
 	for g := range n {
 		gap += p.q[g] * p.u[g]
@@ -386,13 +390,18 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		worst = max(worst, math.Abs(rq[g])/max(1, s.cap[g]))
 	}
 	s.rq, s.rt = rq, rt
+	// The inverses are symmetric, so is the Schur system.
+	tri := [NumGPUs][NumGPUs]float64{{s00, s01, s02}, {s01, s11, s12}, {s02, s12, s22}}
+	col := [NumGPUs]float64{s0t, s1t, s2t}
+	var schur [NumGPUs + 1][blockSize]float64
 	for g := range n {
-		for h := g + 1; h < n; h++ {
-			schur[h][g] = schur[g][h]
+		for h := range n {
+			schur[g][h] = tri[g][h]
 		}
-		schur[n][g] = -schur[g][n]
+		schur[g][n], schur[n][g] = col[g], -col[g]
 		schur[g][g] += p.q[g] / p.u[g]
 	}
+	schur[n][n] = stt
 	s.schur = schur
 	return max(worst, math.Abs(rt)), gap
 }
@@ -432,10 +441,10 @@ const (
 	blockSize = NumGPUs + 2
 )
 
-// factorClass sets a class's reciprocals and block inverse at the current point and adds its
-// terms to the Schur system's upper triangle and t column. The inverse is symmetric, so is
-// the Schur system: advance mirrors the triangle.
-func factorClass(pc *pdClass, k *lpClass, n int, schur *[NumGPUs + 1][blockSize]float64) {
+// factorClass sets a class's reciprocals and block inverse at the current point and returns
+// its terms of the Schur system: ms^2 kinv over the types' upper triangle, ms kinv[:, fr] and
+// kinv[fr][fr] (for a type the cluster lacks, terms that are not read).
+func factorClass(pc *pdClass, k *lpClass, n int) (t00, t01, t02, t11, t12, t22, t0t, t1t, t2t, ttt float64) {
 	n = min(n, NumGPUs)
 	k.iy, k.iv, k.ir, k.iff = 1/pc.y, 1/pc.v, 1/pc.r, 1/pc.f
 	var c [NumGPUs]float64
@@ -447,13 +456,8 @@ func factorClass(pc *pdClass, k *lpClass, n int, schur *[NumGPUs + 1][blockSize]
 	blockInverse(&c, &k.a, pc.r*k.iy, pc.f*k.iv, n, inv)
 	ms := k.ms
 	ms2 := ms * ms
-	for g := range n {
-		for h := g; h < n; h++ {
-			schur[g][h] += ms2 * inv[g][h]
-		}
-		schur[g][n] -= ms * inv[g][fr]
-	}
-	schur[n][n] -= inv[fr][fr]
+	return ms2 * inv[0][0], ms2 * inv[0][1], ms2 * inv[0][2], ms2 * inv[1][1], ms2 * inv[1][2], ms2 * inv[2][2],
+		ms * inv[0][fr], ms * inv[1][fr], ms * inv[2][fr], inv[fr][fr]
 }
 
 // direction solves the Newton system for complementarity target nu x weight, less the
