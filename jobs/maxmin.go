@@ -526,11 +526,14 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 		for h := range n {
 			du[h] = -ms * sol[h]
 		}
-		var v [blockSize]float64
-		for r := range blockSize {
-			row := &k.kinv[r]
-			v[r] = k.base[r] + (row[0]*du[0] + row[1]*du[1] + row[2]*du[2] + row[fr]*dt)
-		}
+		v := k.base
+		m := &k.kinv
+		du0, du1, du2 := du[0], du[1], du[2]
+		v[0] += m[0][0]*du0 + m[0][1]*du1 + m[0][2]*du2 + m[0][fr]*dt
+		v[1] += m[1][0]*du0 + m[1][1]*du1 + m[1][2]*du2 + m[1][fr]*dt
+		v[2] += m[2][0]*du0 + m[2][1]*du1 + m[2][2]*du2 + m[2][fr]*dt
+		v[tr] += m[tr][0]*du0 + m[tr][1]*du1 + m[tr][2]*du2 + m[tr][fr]*dt
+		v[fr] += m[fr][0]*du0 + m[fr][1]*du1 + m[fr][2]*du2 + m[fr][fr]*dt
 		sx, ax := 0.0, 0.0
 		for g := range n {
 			dx := v[g]
