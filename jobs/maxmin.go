@@ -487,21 +487,20 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 		mu := k.mult * nu
 		kr, kf := mu-c.r*c.y, mu-c.f*c.v
 		// dd.z holds the complementarity targets until the back-substitution.
+		var rhs [blockSize]float64
 		if aff != nil {
 			ac := &aff.c[i]
 			kr -= ac.r * ac.y
 			kf -= ac.f * ac.v
 			for g := range n {
-				dd.z[g] = mu - c.x[g]*c.z[g] - ac.x[g]*ac.z[g]
+				kx := mu - c.x[g]*c.z[g] - ac.x[g]*ac.z[g]
+				dd.z[g], rhs[g] = kx, kx*k.ix[g]+k.rd[g]
 			}
 		} else {
 			for g := range n {
-				dd.z[g] = mu - c.x[g]*c.z[g]
+				kx := mu - c.x[g]*c.z[g]
+				dd.z[g], rhs[g] = kx, kx*k.ix[g]+k.rd[g]
 			}
-		}
-		var rhs [blockSize]float64
-		for g := range n {
-			rhs[g] = dd.z[g]*k.ix[g] + k.rd[g]
 		}
 		rhs[tr], rhs[fr] = k.rr-kr*k.iy, kf*k.iv-k.rf
 		k.base = mulBlock(&k.kinv, &rhs)
@@ -516,7 +515,9 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 	sol := solveAug(sys, n+1, n+1)
 	dt := sol[n]
 	d.t = dt
-	var used [NumGPUs]float64
+	// The capacity each type's steps use, over all NumGPUs types: a type the cluster lacks has
+	// an identity row and zero right-hand side in every block, so its sum stays 0.
+	var used0, used1, used2 float64
 	// The most negative ratios of a step to its slack or dual (0 when none is).
 	wp, wd := 0.0, 0.0
 	for i := range p.c {
@@ -540,17 +541,18 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 			dd.x[g] = dx
 			sx += dx
 			ax += k.a[g] * dx
-			used[g] += ms * dx
 			dz := (dd.z[g] - c.z[g]*dx) * k.ix[g]
 			dd.z[g] = dz
 			wp = smaller(wp, dx*k.ix[g])
 			wd = smaller(wd, dz*k.iz[g])
 		}
+		used0, used1, used2 = used0+ms*v[0], used1+ms*v[1], used2+ms*v[2]
 		dd.r, dd.f = k.rr-sx, k.rf+ax-dt
 		dd.y, dd.v = v[tr], -v[fr]
 		wp = smaller(smaller(wp, dd.r*k.ir), dd.f*k.iff)
 		wd = smaller(smaller(wd, dd.y*k.iy), dd.v*k.iv)
 	}
+	used := [NumGPUs]float64{used0, used1, used2}
 	for g := range n {
 		d.q[g] = s.rq[g] - used[g]
 		d.u[g] = sol[g]
