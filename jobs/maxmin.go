@@ -502,8 +502,17 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 				dd.z[g], rhs[g] = kx, kx*k.ix[g]+k.rd[g]
 			}
 		}
-		rhs[tr], rhs[fr] = k.rr-kr*k.iy, kf*k.iv-k.rf
-		k.base = mulBlock(&k.kinv, &rhs)
+		// kinv rhs written out, the right-hand side in registers (through memory, the
+		// time and fairness rows' values waited on their stores: a tenth of a run).
+		r0, r1, r2, r3, r4 := rhs[0], rhs[1], rhs[2], k.rr-kr*k.iy, kf*k.iv-k.rf
+		m := &k.kinv
+		k.base = [blockSize]float64{
+			m[0][0]*r0 + m[0][1]*r1 + m[0][2]*r2 + m[0][3]*r3 + m[0][4]*r4,
+			m[1][0]*r0 + m[1][1]*r1 + m[1][2]*r2 + m[1][3]*r3 + m[1][4]*r4,
+			m[2][0]*r0 + m[2][1]*r1 + m[2][2]*r2 + m[2][3]*r3 + m[2][4]*r4,
+			m[3][0]*r0 + m[3][1]*r1 + m[3][2]*r2 + m[3][3]*r3 + m[3][4]*r4,
+			m[4][0]*r0 + m[4][1]*r1 + m[4][2]*r2 + m[4][3]*r3 + m[4][4]*r4,
+		}
 		b, ms := &k.base, k.ms
 		sum0, sum1, sum2, sumT = sum0+ms*b[0], sum1+ms*b[1], sum2+ms*b[2], sumT+b[fr]
 	}
@@ -562,19 +571,9 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 	return 1 / (0 - wp), 1 / (0 - wd)
 }
 
-// blockInverse's formulas name the three types, and mulBlock the block's five rows: this
+// blockInverse's formulas name the three types, and direction the block's five rows: this
 // fails to compile unless NumGPUs is 3.
 var _ = [1]struct{}{}[NumGPUs-3]
-
-// mulBlock is m v, written out so that the rows' sums overlap rather than wait on each other.
-func mulBlock(m *[blockSize][blockSize]float64, v *[blockSize]float64) [blockSize]float64 {
-	var out [blockSize]float64
-	for r := range blockSize {
-		row := &m[r]
-		out[r] = row[0]*v[0] + row[1]*v[1] + row[2]*v[2] + row[3]*v[3] + row[4]*v[4]
-	}
-	return out
-}
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
 // Gaussian elimination with partial pivoting.
