@@ -506,15 +506,14 @@ func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float
 		// time and fairness rows' values waited on their stores: a tenth of a run).
 		r0, r1, r2, r3, r4 := rhs[0], rhs[1], rhs[2], k.rr-kr*k.iy, kf*k.iv-k.rf
 		m := &k.kinv
-		k.base = [blockSize]float64{
-			m[0][0]*r0 + m[0][1]*r1 + m[0][2]*r2 + m[0][3]*r3 + m[0][4]*r4,
-			m[1][0]*r0 + m[1][1]*r1 + m[1][2]*r2 + m[1][3]*r3 + m[1][4]*r4,
-			m[2][0]*r0 + m[2][1]*r1 + m[2][2]*r2 + m[2][3]*r3 + m[2][4]*r4,
-			m[3][0]*r0 + m[3][1]*r1 + m[3][2]*r2 + m[3][3]*r3 + m[3][4]*r4,
-			m[4][0]*r0 + m[4][1]*r1 + m[4][2]*r2 + m[4][3]*r3 + m[4][4]*r4,
-		}
-		b, ms := &k.base, k.ms
-		sum0, sum1, sum2, sumT = sum0+ms*b[0], sum1+ms*b[1], sum2+ms*b[2], sumT+b[fr]
+		b0 := m[0][0]*r0 + m[0][1]*r1 + m[0][2]*r2 + m[0][3]*r3 + m[0][4]*r4
+		b1 := m[1][0]*r0 + m[1][1]*r1 + m[1][2]*r2 + m[1][3]*r3 + m[1][4]*r4
+		b2 := m[2][0]*r0 + m[2][1]*r1 + m[2][2]*r2 + m[2][3]*r3 + m[2][4]*r4
+		b3 := m[3][0]*r0 + m[3][1]*r1 + m[3][2]*r2 + m[3][3]*r3 + m[3][4]*r4
+		b4 := m[4][0]*r0 + m[4][1]*r1 + m[4][2]*r2 + m[4][3]*r3 + m[4][4]*r4
+		k.base = [blockSize]float64{b0, b1, b2, b3, b4}
+		ms := k.ms
+		sum0, sum1, sum2, sumT = sum0+ms*b0, sum1+ms*b1, sum2+ms*b2, sumT+b4
 	}
 	rhs0 = [NumGPUs]float64{sum0, sum1, sum2}
 	for g := range n {
