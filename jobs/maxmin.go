@@ -347,7 +347,9 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		}
 		p.t += ap * d.t
 	}
-	rq, rt := s.cap, 1.0
+	// The capacity residuals summed in registers, over all NumGPUs types (a type the cluster
+	// lacks gets a sum that is not read).
+	rq0, rq1, rq2, rt := s.cap[0], s.cap[1], s.cap[2], 1.0
 	// The Schur system's sums, in registers: its upper triangle over the types, its t column
 	// and its t entry, over all NumGPUs types (those the cluster lacks are not read).
 	var s00, s01, s02, s11, s12, s22, s0t, s1t, s2t, stt float64
@@ -374,9 +376,9 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 			rd := c.z[g] - c.y + k.a[g]*c.v - ms*p.u[g]
 			k.rd[g] = rd
 			worst = larger(worst, math.Abs(rd))
-			rq[g] -= ms * c.x[g]
 		}
 		gap += c.r*c.y + c.f*c.v
+		rq0, rq1, rq2 = rq0-ms*c.x[0], rq1-ms*c.x[1], rq2-ms*c.x[2]
 		k.rr, k.rf = rr, rf
 		worst = larger(larger(worst, math.Abs(rr)), math.Abs(rf))
 		rt -= c.v
@@ -384,6 +386,7 @@ func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		s00, s01, s02, s11, s12, s22 = s00+t00, s01+t01, s02+t02, s11+t11, s12+t12, s22+t22
 		s0t, s1t, s2t, stt = s0t-t0t, s1t-t1t, s2t-t2t, stt-ttt
 	}
+	rq := [NumGPUs]float64{rq0, rq1, rq2}
 	for g := range n {
 		gap += p.q[g] * p.u[g]
 		rq[g] -= p.q[g]
