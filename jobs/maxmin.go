@@ -38,8 +38,8 @@ type maxMinLP struct {
 }
 
 // lpClass is one class's data for the Newton steps, in one place so that a pass over the
-// classes reads one record per class: its constants, then what factor and residuals set at the
-// current point.
+// classes reads one record per class: its constants, then what advance sets at the current
+// point.
 type lpClass struct {
 	a        [NumGPUs]float64
 	mult, ms float64                       // jobs, and jobs times scale
