@@ -63,7 +63,7 @@ type gavelSim struct {
 	lastReset  float64
 	needUpdate bool
 	stamp      int
-	bySize     []sizeHeap // one type's list, by job size (ascending; one per size in the trace)
+	bySize     []sizeList // one type's list, by job size (ascending; one per size in the trace)
 	order      []GPU      // this round's type order
 	picks      []gavelPick
 }
@@ -259,10 +259,30 @@ func (x gavelEntry) before(y gavelEntry) bool {
 	return x.pos < y.pos
 }
 
-// sizeHeap is a type's list of jobs of one size.
-type sizeHeap struct {
-	scale int
-	heap  entryHeap
+// sizeList is a type's list of jobs of one size: the best keep of them, best first (a walk
+// down the type takes at most keep jobs of this size), and the next one to take.
+type sizeList struct {
+	scale      int
+	keep, next int
+	best       []gavelEntry
+}
+
+// offer adds e to the list if it is among the keep best so far: usually one comparison with
+// the last kept.
+func (b *sizeList) offer(e gavelEntry) {
+	n := len(b.best)
+	if n == b.keep {
+		if !e.before(b.best[n-1]) {
+			return
+		}
+		n--
+	} else {
+		b.best = append(b.best, e)
+	}
+	for ; n > 0 && e.before(b.best[n-1]); n-- {
+		b.best[n] = b.best[n-1]
+	}
+	b.best[n] = e
 }
 
 // sizes makes one list per job size of the trace, in ascending order, and returns each
@@ -276,45 +296,9 @@ func (s *gavelSim) sizes(tr *Trace) map[int]int {
 	pos := map[int]int{}
 	for _, sc := range slices.Compact(scales) {
 		pos[sc] = len(s.bySize)
-		s.bySize = append(s.bySize, sizeHeap{scale: sc})
+		s.bySize = append(s.bySize, sizeList{scale: sc})
 	}
 	return pos
-}
-
-// entryHeap is a binary min-heap of entries under before.
-type entryHeap []gavelEntry
-
-func (h entryHeap) init() {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		h.down(i)
-	}
-}
-
-func (h *entryHeap) pop() gavelEntry {
-	old := *h
-	top := old[0]
-	last := len(old) - 1
-	old[0] = old[last]
-	*h = old[:last]
-	h.down(0)
-	return top
-}
-
-func (h entryHeap) down(i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1].before(h[c]) {
-			c++
-		}
-		if !h[c].before(h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
 }
 
 type gavelPick struct {
@@ -339,34 +323,34 @@ func (s *gavelSim) schedule() []gavelPick {
 		// Gavel sorts each type's list (a stable sort) and walks it, taking each job that
 		// fits, until the type is full. A job skipped for its size never fits later (free GPUs
 		// only shrink), so the walk takes, each time, the best job among those of a size that
-		// still fits: here one heap per size on copied keys (the position in the active list
-		// breaks ties: the stable order), without jobs the walk would skip whatever their rank
-		// (taken on an earlier type, no throughput here, FIFO's zero priorities).
+		// still fits: here one list per size on copied keys (the position in the active list
+		// breaks ties: the stable order), of the best jobs as many as the type's free GPUs
+		// hold at that size, without jobs the walk would skip whatever their rank (taken on an
+		// earlier type, no throughput here, FIFO's zero priorities).
 		for k := range s.bySize {
-			s.bySize[k].heap = s.bySize[k].heap[:0]
+			b := &s.bySize[k]
+			b.best, b.keep, b.next = b.best[:0], left[g]/b.scale, 0
 		}
 		for pos, j := range s.active {
 			if (fifo && j.prio[g] <= 0) || j.scheduled == s.stamp || j.tput[g] <= 0 || j.scale > left[g] {
 				continue
 			}
-			b := &s.bySize[j.size]
-			b.heap = append(b.heap, gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos})
-		}
-		for k := range s.bySize {
-			s.bySize[k].heap.init()
+			s.bySize[j.size].offer(gavelEntry{j.prio[g], j.deficit[g], j.allocOn(g), pos})
 		}
 		for {
 			best := -1
 			for k := range s.bySize {
 				b := &s.bySize[k]
-				if len(b.heap) > 0 && b.scale <= left[g] && (best < 0 || b.heap[0].before(s.bySize[best].heap[0])) {
+				if b.next < len(b.best) && b.scale <= left[g] && (best < 0 || b.best[b.next].before(s.bySize[best].best[s.bySize[best].next])) {
 					best = k
 				}
 			}
 			if best < 0 {
 				break
 			}
-			j := s.active[s.bySize[best].heap.pop().pos]
+			b := &s.bySize[best]
+			j := s.active[b.best[b.next].pos]
+			b.next++
 			left[g] -= j.scale
 			j.scheduled = s.stamp
 			// A job not in the allocation yet (arrived since the last recompute) takes its

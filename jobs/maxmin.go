@@ -25,21 +25,31 @@ type maxMinLP struct {
 	cap   [NumGPUs]float64
 	n     int
 	out   [][NumGPUs]float64
+	x     [][NumGPUs]float64 // the solution per class
 	rows  map[[NumGPUs + 1]float64]int
 	key   []byte
 	known map[string]lpSolution // solutions by their LP's exact inputs (see solve)
 
-	pt, aff, step pdPoint                         // the iterate, the predictor and the step
-	kinv          [][blockSize][blockSize]float64 // per class: its block's inverse
-	base          [][blockSize]float64            // per class: its block's base solution
+	pt, aff, step pdPoint   // the iterate, the predictor and the step
+	work          []lpClass // per class: what the Newton steps share
 	schur         [NumGPUs + 1][blockSize]float64
-	rr, rf        []float64          // per class: time and fairness row residuals
-	rd            [][NumGPUs]float64 // per class: the dual rows of x
-	rq            [NumGPUs]float64   // capacity residuals
-	ix, iz        [][NumGPUs]float64 // per class at the current point (set by factor): 1/x,
-	iy, iv        []float64          // 1/z, 1/y, 1/v, 1/r and 1/f (products are cheaper than
-	ir, iff       []float64          // the divisions they save)
-	rt            float64            // the dual row of t
+	rq            [NumGPUs]float64 // capacity residuals
+	rt            float64          // the dual row of t
+}
+
+// lpClass is one class's data for the Newton steps, in one place so that a pass over the
+// classes reads one record per class: its constants, then what advance sets at the current
+// point.
+type lpClass struct {
+	a        [NumGPUs]float64
+	mult, ms float64                       // jobs, and jobs times scale
+	kinv     [blockSize][blockSize]float64 // its block's inverse
+	base     [blockSize]float64            // its block's solution without the coupling terms
+	rd       [NumGPUs]float64              // the dual rows of x
+	rr, rf   float64                       // time and fairness row residuals
+	ix, iz   [NumGPUs]float64              // 1/x, 1/z, 1/y, 1/v, 1/r and 1/f (products are
+	iy, iv   float64                       // cheaper than the divisions they save)
+	ir, iff  float64
 }
 
 // Identical jobs (same row and scale) form one class with a multiplicity: on the central path
@@ -118,7 +128,7 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 		barriers += s.mult[i] * float64(n+2)
 	}
 	centring := 0
-	worst, gap := s.residuals(nil, 0, 0)
+	worst, gap := s.advance(nil, 0, 0)
 	for iter := 0; iter < 200; iter++ {
 		nu := gap / barriers
 		converged := worst <= 1e-9 && gap <= 1e-9*math.Max(1, math.Abs(s.pt.t))
@@ -128,20 +138,22 @@ func (s *maxMinLP) solve() ([][NumGPUs]float64, float64) {
 				break
 			}
 			centring++
-			s.factor()
 			ap, ad = s.direction(&s.step, nu, nil)
 		} else {
 			// Predictor: the affine direction towards gap 0; its gap says how far to centre.
-			s.factor()
 			ap, ad = s.direction(&s.aff, 0, nil)
 			nuAff := s.gapAfter(&s.aff, ap, ad) / barriers
 			sigma := math.Pow(nuAff/nu, 3)
 			ap, ad = s.direction(&s.step, sigma*nu, &s.aff)
 		}
-		worst, gap = s.residuals(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
+		worst, gap = s.advance(&s.step, math.Min(1, 0.99*ap), math.Min(1, 0.99*ad))
 	}
-	s.remember(s.pt.x, s.pt.t)
-	return s.expand(s.pt.x), s.pt.t
+	s.x = grow(s.x, m)
+	for i := range s.x {
+		s.x[i] = s.pt.c[i].x
+	}
+	s.remember(s.x, s.pt.t)
+	return s.expand(s.x), s.pt.t
 }
 
 // expand gives each job its class's allocation, clipped to [0, 1].
@@ -198,23 +210,18 @@ func (s *maxMinLP) remember(x [][NumGPUs]float64, t float64) {
 // time-row slack r (dual y) and the fairness slack f (dual v); per type the capacity slack q
 // (dual u); and t.
 type pdPoint struct {
-	x, z [][NumGPUs]float64
-	r, y []float64
-	f, v []float64
+	c    []pdClass
 	q, u [NumGPUs]float64
 	t    float64
 }
 
-func (p *pdPoint) alloc(m int) {
-	p.x, p.z = grow(p.x, m), grow(p.z, m)
-	p.r, p.y, p.f, p.v = growF(p.r, m), growF(p.y, m), growF(p.f, m), growF(p.v, m)
+type pdClass struct {
+	x, z       [NumGPUs]float64
+	r, y, f, v float64
 }
 
-func growF(v []float64, m int) []float64 {
-	if cap(v) < m {
-		return make([]float64, m)
-	}
-	return v[:m]
+func (p *pdPoint) alloc(m int) {
+	p.c = slices.Grow(p.c[:0], m)[:m]
 }
 
 func grow(v [][NumGPUs]float64, m int) [][NumGPUs]float64 {
@@ -228,33 +235,33 @@ func (s *maxMinLP) alloc(m int) {
 	s.pt.alloc(m)
 	s.aff.alloc(m)
 	s.step.alloc(m)
-	s.kinv = slices.Grow(s.kinv[:0], m)[:m]
-	s.base = slices.Grow(s.base[:0], m)[:m]
-	s.rr, s.rf, s.rd = growF(s.rr, m), growF(s.rf, m), grow(s.rd, m)
-	s.ix, s.iz = grow(s.ix, m), grow(s.iz, m)
-	s.iy, s.iv, s.ir, s.iff = growF(s.iy, m), growF(s.iv, m), growF(s.ir, m), growF(s.iff, m)
+	s.work = slices.Grow(s.work[:0], m)[:m]
+	for i := range s.work {
+		w := &s.work[i]
+		w.a, w.mult, w.ms = s.a[i], s.mult[i], s.mult[i]*s.scale[i]
+	}
 }
 
 // start is a primal-feasible point: every job gets the same share of each type, in proportion
 // to the type's size, at half of what would fill either the cluster or the job's time, and t
 // half the least fairness; the duals are the barrier's at the weight that makes sum v = 1.
 func (s *maxMinLP) start() {
-	m, n := len(s.a), s.n
+	n := s.n
 	p := &s.pt
 	total, demand := 0.0, 0.0
 	for g := range n {
 		total += s.cap[g]
 	}
-	for i := range m {
-		demand += s.mult[i] * s.scale[i]
+	for _, w := range s.work {
+		demand += w.ms
 	}
 	alpha := 0.5 * math.Min(1, total/demand)
 	minF := math.Inf(1)
-	for i := range m {
-		f := 0.0
+	for i := range p.c {
+		c, f := &p.c[i], 0.0
 		for g := range n {
-			p.x[i][g] = alpha * s.cap[g] / total
-			f += s.a[i][g] * p.x[i][g]
+			c.x[g] = alpha * s.cap[g] / total
+			f += s.work[i].a[g] * c.x[g]
 		}
 		minF = math.Min(minF, f)
 	}
@@ -264,20 +271,22 @@ func (s *maxMinLP) start() {
 	}
 	p.q = s.cap
 	tau := 0.0
-	for i := range m {
-		p.r[i], p.f[i] = 1, -p.t
+	for i := range p.c {
+		c, w := &p.c[i], &s.work[i]
+		c.r, c.f = 1, -p.t
 		for g := range n {
-			p.r[i] -= p.x[i][g]
-			p.f[i] += s.a[i][g] * p.x[i][g]
-			p.q[g] -= s.mult[i] * s.scale[i] * p.x[i][g]
+			c.r -= c.x[g]
+			c.f += w.a[g] * c.x[g]
+			p.q[g] -= w.ms * c.x[g]
 		}
-		tau += s.mult[i] / p.f[i]
+		tau += w.mult / c.f
 	}
-	for i := range m {
-		mu := s.mult[i] / tau
-		p.y[i], p.v[i] = mu/p.r[i], mu/p.f[i]
+	for i := range p.c {
+		c := &p.c[i]
+		mu := s.work[i].mult / tau
+		c.y, c.v = mu/c.r, mu/c.f
 		for g := range n {
-			p.z[i][g] = mu / p.x[i][g]
+			c.z[g] = mu / c.x[g]
 		}
 	}
 	for g := range n {
@@ -288,13 +297,15 @@ func (s *maxMinLP) start() {
 // gapAfter is the duality gap (sum of every slack times its dual) after primal step ap and
 // dual step ad along d.
 func (s *maxMinLP) gapAfter(d *pdPoint, ap, ad float64) float64 {
-	p, n := &s.pt, s.n
+	p, n := &s.pt, min(s.n, NumGPUs)
+	dc := d.c[:len(p.c)]
 	gap := 0.0
-	for i := range p.x {
+	for i := range p.c {
+		c, dd := &p.c[i], &dc[i]
 		for g := range n {
-			gap += (p.x[i][g] + ap*d.x[i][g]) * (p.z[i][g] + ad*d.z[i][g])
+			gap += (c.x[g] + ap*dd.x[g]) * (c.z[g] + ad*dd.z[g])
 		}
-		gap += (p.r[i]+ap*d.r[i])*(p.y[i]+ad*d.y[i]) + (p.f[i]+ap*d.f[i])*(p.v[i]+ad*d.v[i])
+		gap += (c.r+ap*dd.r)*(c.y+ad*dd.y) + (c.f+ap*dd.f)*(c.v+ad*dd.v)
 	}
 	for g := range n {
 		gap += (p.q[g] + ap*d.q[g]) * (p.u[g] + ad*d.u[g])
@@ -308,13 +319,13 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	p, n := &s.pt, s.n
 	worst := 0.0
 	dev := func(prod, w float64) { worst = max(worst, math.Abs(prod/(w*nu)-1)) }
-	for i := range p.x {
-		mu := s.mult[i]
+	for i := range p.c {
+		c, mu := &p.c[i], s.work[i].mult
 		for g := range n {
-			dev(p.x[i][g]*p.z[i][g], mu)
+			dev(c.x[g]*c.z[g], mu)
 		}
-		dev(p.r[i]*p.y[i], mu)
-		dev(p.f[i]*p.v[i], mu)
+		dev(c.r*c.y, mu)
+		dev(c.f*c.v, mu)
 	}
 	for g := range n {
 		dev(p.q[g]*p.u[g], 1)
@@ -322,12 +333,13 @@ func (s *maxMinLP) centrality(nu float64) float64 {
 	return worst
 }
 
-// residuals moves the point by primal step ap and dual step ad along d, when d is given, then
+// advance moves the point by primal step ap and dual step ad along d, when d is given, then
 // computes the equality residuals there (time rows, fairness rows, the dual rows of x,
 // capacities, the dual row of t) and returns the largest, capacities relative to their size,
-// and the duality gap (in the order gapAfter sums it). One pass over the classes does both.
-func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
-	p, n := &s.pt, s.n
+// and the duality gap (in the order gapAfter sums it); and factors the Newton system there,
+// which every step but a solve's last needs. One pass over the classes does all three.
+func (s *maxMinLP) advance(d *pdPoint, ap, ad float64) (worst, gap float64) {
+	p, n := &s.pt, min(s.n, NumGPUs)
 	if d != nil {
 		for g := range n {
 			p.q[g] += ap * d.q[g]
@@ -335,43 +347,85 @@ func (s *maxMinLP) residuals(d *pdPoint, ap, ad float64) (worst, gap float64) {
 		}
 		p.t += ap * d.t
 	}
-	s.rq, s.rt = s.cap, 1
-	for i := range p.x {
+	// The capacity residuals summed in registers, over all NumGPUs types (a type the cluster
+	// lacks gets a sum that is not read).
+	rq0, rq1, rq2, rt := s.cap[0], s.cap[1], s.cap[2], 1.0
+	// The Schur system's sums, in registers: its upper triangle over the types, its t column
+	// and its t entry, over all NumGPUs types (those the cluster lacks are not read).
+	var s00, s01, s02, s11, s12, s22, s0t, s1t, s2t, stt float64
+	w := s.work[:len(p.c)]
+	for i := range p.c {
+		c, k := &p.c[i], &w[i]
 		if d != nil {
+			dd := &d.c[i]
 			for g := range n {
-				p.x[i][g] += ap * d.x[i][g]
-				p.z[i][g] += ad * d.z[i][g]
+				c.x[g] += ap * dd.x[g]
+				c.z[g] += ad * dd.z[g]
 			}
-			p.r[i] += ap * d.r[i]
-			p.f[i] += ap * d.f[i]
-			p.y[i] += ad * d.y[i]
-			p.v[i] += ad * d.v[i]
+			c.r += ap * dd.r
+			c.f += ap * dd.f
+			c.y += ad * dd.y
+			c.v += ad * dd.v
 		}
-		ms := s.mult[i] * s.scale[i]
-		rr, rf := 1-p.r[i], -p.f[i]-p.t
+		ms := k.ms
+		rr, rf := 1-c.r, -c.f-p.t
 		for g := range n {
-			gap += p.x[i][g] * p.z[i][g]
-			rr -= p.x[i][g]
-			rf += s.a[i][g] * p.x[i][g]
-			rd := p.z[i][g] - p.y[i] + s.a[i][g]*p.v[i] - ms*p.u[g]
-			s.rd[i][g] = rd
-			worst = max(worst, math.Abs(rd))
-			s.rq[g] -= ms * p.x[i][g]
+			gap += c.x[g] * c.z[g]
+			rr -= c.x[g]
+			rf += k.a[g] * c.x[g]
+			rd := c.z[g] - c.y + k.a[g]*c.v - ms*p.u[g]
+			k.rd[g] = rd
+			worst = larger(worst, math.Abs(rd))
 		}
-		gap += p.r[i]*p.y[i] + p.f[i]*p.v[i]
-		s.rr[i], s.rf[i] = rr, rf
-		worst = max(worst, math.Abs(rr), math.Abs(rf))
-		s.rt -= p.v[i]
+		gap += c.r*c.y + c.f*c.v
+		rq0, rq1, rq2 = rq0-ms*c.x[0], rq1-ms*c.x[1], rq2-ms*c.x[2]
+		k.rr, k.rf = rr, rf
+		worst = larger(larger(worst, math.Abs(rr)), math.Abs(rf))
+		rt -= c.v
+		t00, t01, t02, t11, t12, t22, t0t, t1t, t2t, ttt := factorClass(c, k, n)
+		s00, s01, s02, s11, s12, s22 = s00+t00, s01+t01, s02+t02, s11+t11, s12+t12, s22+t22
+		s0t, s1t, s2t, stt = s0t-t0t, s1t-t1t, s2t-t2t, stt-ttt
 	}
+	rq := [NumGPUs]float64{rq0, rq1, rq2}
 	for g := range n {
 		gap += p.q[g] * p.u[g]
-		s.rq[g] -= p.q[g]
-		worst = max(worst, math.Abs(s.rq[g])/max(1, s.cap[g]))
+		rq[g] -= p.q[g]
+		worst = max(worst, math.Abs(rq[g])/max(1, s.cap[g]))
 	}
-	return max(worst, math.Abs(s.rt)), gap
+	s.rq, s.rt = rq, rt
+	// The inverses are symmetric, so is the Schur system.
+	tri := [NumGPUs][NumGPUs]float64{{s00, s01, s02}, {s01, s11, s12}, {s02, s12, s22}}
+	col := [NumGPUs]float64{s0t, s1t, s2t}
+	var schur [NumGPUs + 1][blockSize]float64
+	for g := range n {
+		for h := range n {
+			schur[g][h] = tri[g][h]
+		}
+		schur[g][n], schur[n][g] = col[g], -col[g]
+		schur[g][g] += p.q[g] / p.u[g]
+	}
+	schur[n][n] = stt
+	s.schur = schur
+	return max(worst, math.Abs(rt)), gap
 }
 
-// factor computes, for the current point, each class's block inverse and the Schur system
+// larger and smaller are max and min for numbers that are not NaN (the builtins also order
+// NaN and signed zeros, at several instructions each in the hot loops).
+func larger(x, y float64) float64 {
+	if y > x {
+		return y
+	}
+	return x
+}
+
+func smaller(x, y float64) float64 {
+	if y < x {
+		return y
+	}
+	return x
+}
+
+// The factorization at a point (advance) is each class's block inverse and the Schur system
 // over the capacity duals and t that couples the classes; directions then differ only in
 // their right-hand sides. A class's block is the quasi-definite system in (dx, dy, -dv),
 //
@@ -390,134 +444,138 @@ const (
 	blockSize = NumGPUs + 2
 )
 
-func (s *maxMinLP) factor() {
-	p, n := &s.pt, s.n
-	s.schur = [NumGPUs + 1][blockSize]float64{}
-	for i := range p.x {
-		inv, ix, iz := &s.kinv[i], &s.ix[i], &s.iz[i]
-		s.iy[i], s.iv[i], s.ir[i], s.iff[i] = 1/p.y[i], 1/p.v[i], 1/p.r[i], 1/p.f[i]
-		var c [NumGPUs]float64
-		for g := range n {
-			ix[g], iz[g] = 1/p.x[i][g], 1/p.z[i][g]
-			c[g] = p.x[i][g] * iz[g]
-		}
-		blockInverse(&c, &s.a[i], p.r[i]*s.iy[i], p.f[i]*s.iv[i], n, inv)
-		ms := s.mult[i] * s.scale[i]
-		ms2 := ms * ms
-		for g := range n {
-			for h := range n {
-				s.schur[g][h] += ms2 * inv[g][h]
-			}
-			s.schur[g][n] -= ms * inv[g][fr]
-			s.schur[n][g] += ms * inv[fr][g]
-		}
-		s.schur[n][n] -= inv[fr][fr]
-	}
+// factorClass sets a class's reciprocals and block inverse at the current point and returns
+// its terms of the Schur system: ms^2 kinv over the types' upper triangle, ms kinv[:, fr] and
+// kinv[fr][fr] (for a type the cluster lacks, terms that are not read).
+func factorClass(pc *pdClass, k *lpClass, n int) (t00, t01, t02, t11, t12, t22, t0t, t1t, t2t, ttt float64) {
+	n = min(n, NumGPUs)
+	k.iy, k.iv, k.ir, k.iff = 1/pc.y, 1/pc.v, 1/pc.r, 1/pc.f
+	var c [NumGPUs]float64
 	for g := range n {
-		s.schur[g][g] += p.q[g] / p.u[g]
+		k.ix[g], k.iz[g] = 1/pc.x[g], 1/pc.z[g]
+		c[g] = pc.x[g] * k.iz[g]
 	}
+	inv := &k.kinv
+	blockInverse(&c, &k.a, pc.r*k.iy, pc.f*k.iv, n, inv)
+	ms := k.ms
+	ms2 := ms * ms
+	return ms2 * inv[0][0], ms2 * inv[0][1], ms2 * inv[0][2], ms2 * inv[1][1], ms2 * inv[1][2], ms2 * inv[2][2],
+		ms * inv[0][fr], ms * inv[1][fr], ms * inv[2][fr], inv[fr][fr]
 }
 
 // direction solves the Newton system for complementarity target nu x weight, less the
 // second-order term of the affine direction aff when given (Mehrotra's corrector), into d,
 // and returns the largest primal and dual steps along d that keep every slack and dual
-// non-negative: one over the largest -dv/v, from the reciprocals factor kept (no branch, no
-// division per entry).
+// non-negative: one over the largest -dv/v, from the reciprocals factor kept (no division
+// per entry).
 func (s *maxMinLP) direction(d *pdPoint, nu float64, aff *pdPoint) (ap, ad float64) {
-	p, n := &s.pt, s.n
+	p, n := &s.pt, min(s.n, NumGPUs)
 	sys := s.schur
-	rq := s.rq
+	var rhs0 [NumGPUs]float64 // the Schur system's right-hand side, summed in registers below
 	for g := range n {
 		k := nu - p.q[g]*p.u[g]
 		if aff != nil {
 			k -= aff.q[g] * aff.u[g]
 		}
-		d.u[g] = k // the complementarity target, kept until the back-substitution
-		sys[g][n+1] = k/p.u[g] - rq[g]
+		rhs0[g] = k/p.u[g] - s.rq[g]
 	}
-	sys[n][n+1] = s.rt
+	// A type the cluster lacks has an identity row in every block and a zero right-hand side,
+	// so its sum stays 0 and is not read.
+	sum0, sum1, sum2, sumT := rhs0[0], rhs0[1], rhs0[2], s.rt
 	// Each class's block solved for its right-hand side without the du and dt terms (base);
 	// the full solution is base - ms sum_h du_h kinv[:, h] + dt kinv[:, fr].
-	for i := range p.x {
-		rr, rf, rd, ix := s.rr[i], s.rf[i], &s.rd[i], &s.ix[i]
-		mu := s.mult[i] * nu
-		kr, kf := mu-p.r[i]*p.y[i], mu-p.f[i]*p.v[i]
-		if aff != nil {
-			kr -= aff.r[i] * aff.y[i]
-			kf -= aff.f[i] * aff.v[i]
-		}
+	w, dc := s.work[:len(p.c)], d.c[:len(p.c)]
+	for i := range p.c {
+		c, k, dd := &p.c[i], &w[i], &dc[i]
+		mu := k.mult * nu
+		kr, kf := mu-c.r*c.y, mu-c.f*c.v
+		// dd.z holds the complementarity targets until the back-substitution.
 		var rhs [blockSize]float64
-		for g := range n {
-			kx := mu - p.x[i][g]*p.z[i][g]
-			if aff != nil {
-				kx -= aff.x[i][g] * aff.z[i][g]
+		if aff != nil {
+			ac := &aff.c[i]
+			kr -= ac.r * ac.y
+			kf -= ac.f * ac.v
+			for g := range n {
+				kx := mu - c.x[g]*c.z[g] - ac.x[g]*ac.z[g]
+				dd.z[g], rhs[g] = kx, kx*k.ix[g]+k.rd[g]
 			}
-			d.z[i][g] = kx
-			rhs[g] = kx*ix[g] + rd[g]
+		} else {
+			for g := range n {
+				kx := mu - c.x[g]*c.z[g]
+				dd.z[g], rhs[g] = kx, kx*k.ix[g]+k.rd[g]
+			}
 		}
-		rhs[tr], rhs[fr] = rr-kr*s.iy[i], kf*s.iv[i]-rf
-		base := mulBlock(&s.kinv[i], &rhs)
-		s.base[i] = base
-		ms := s.mult[i] * s.scale[i]
-		for g := range n {
-			sys[g][n+1] += ms * base[g]
-		}
-		sys[n][n+1] += base[fr]
+		// kinv rhs written out, the right-hand side in registers (through memory, the
+		// time and fairness rows' values waited on their stores: a tenth of a run).
+		r0, r1, r2, r3, r4 := rhs[0], rhs[1], rhs[2], k.rr-kr*k.iy, kf*k.iv-k.rf
+		m := &k.kinv
+		b0 := m[0][0]*r0 + m[0][1]*r1 + m[0][2]*r2 + m[0][3]*r3 + m[0][4]*r4
+		b1 := m[1][0]*r0 + m[1][1]*r1 + m[1][2]*r2 + m[1][3]*r3 + m[1][4]*r4
+		b2 := m[2][0]*r0 + m[2][1]*r1 + m[2][2]*r2 + m[2][3]*r3 + m[2][4]*r4
+		b3 := m[3][0]*r0 + m[3][1]*r1 + m[3][2]*r2 + m[3][3]*r3 + m[3][4]*r4
+		b4 := m[4][0]*r0 + m[4][1]*r1 + m[4][2]*r2 + m[4][3]*r3 + m[4][4]*r4
+		k.base = [blockSize]float64{b0, b1, b2, b3, b4}
+		ms := k.ms
+		sum0, sum1, sum2, sumT = sum0+ms*b0, sum1+ms*b1, sum2+ms*b2, sumT+b4
 	}
+	rhs0 = [NumGPUs]float64{sum0, sum1, sum2}
+	for g := range n {
+		sys[g][n+1] = rhs0[g]
+	}
+	sys[n][n+1] = sumT
 	sol := solveAug(sys, n+1, n+1)
 	dt := sol[n]
 	d.t = dt
-	var used [NumGPUs]float64
-	mp, md := 0.0, 0.0
-	for i := range p.x {
-		rr, rf, ix, iz := s.rr[i], s.rf[i], &s.ix[i], &s.iz[i]
-		ms := s.mult[i] * s.scale[i]
-		var coupling [blockSize]float64 // the du and dt terms of the right-hand side
+	// The capacity each type's steps use, over all NumGPUs types: a type the cluster lacks has
+	// an identity row and zero right-hand side in every block, so its sum stays 0.
+	var used0, used1, used2 float64
+	// The most negative ratios of a step to its slack or dual (0 when none is).
+	wp, wd := 0.0, 0.0
+	for i := range p.c {
+		c, k, dd := &p.c[i], &w[i], &dc[i]
+		ms := k.ms
+		var du [NumGPUs]float64 // the coupling terms of the right-hand side (no dt in the time row)
 		for h := range n {
-			coupling[h] = -ms * sol[h]
+			du[h] = -ms * sol[h]
 		}
-		coupling[fr] = dt
-		v := mulBlock(&s.kinv[i], &coupling)
-		for r := range blockSize {
-			v[r] += s.base[i][r]
-		}
+		v := k.base
+		m := &k.kinv
+		du0, du1, du2 := du[0], du[1], du[2]
+		v[0] += m[0][0]*du0 + m[0][1]*du1 + m[0][2]*du2 + m[0][fr]*dt
+		v[1] += m[1][0]*du0 + m[1][1]*du1 + m[1][2]*du2 + m[1][fr]*dt
+		v[2] += m[2][0]*du0 + m[2][1]*du1 + m[2][2]*du2 + m[2][fr]*dt
+		v[tr] += m[tr][0]*du0 + m[tr][1]*du1 + m[tr][2]*du2 + m[tr][fr]*dt
+		v[fr] += m[fr][0]*du0 + m[fr][1]*du1 + m[fr][2]*du2 + m[fr][fr]*dt
 		sx, ax := 0.0, 0.0
 		for g := range n {
-			d.x[i][g] = v[g]
-			sx += v[g]
-			ax += s.a[i][g] * v[g]
-			used[g] += ms * v[g]
-			d.z[i][g] = (d.z[i][g] - p.z[i][g]*v[g]) * ix[g]
-			mp = max(mp, -d.x[i][g]*ix[g])
-			md = max(md, -d.z[i][g]*iz[g])
+			dx := v[g]
+			dd.x[g] = dx
+			sx += dx
+			ax += k.a[g] * dx
+			dz := (dd.z[g] - c.z[g]*dx) * k.ix[g]
+			dd.z[g] = dz
+			wp = smaller(wp, dx*k.ix[g])
+			wd = smaller(wd, dz*k.iz[g])
 		}
-		d.r[i], d.f[i] = rr-sx, rf+ax-dt
-		d.y[i], d.v[i] = v[tr], -v[fr]
-		mp = max(mp, -d.r[i]*s.ir[i], -d.f[i]*s.iff[i])
-		md = max(md, -d.y[i]*s.iy[i], -d.v[i]*s.iv[i])
+		used0, used1, used2 = used0+ms*v[0], used1+ms*v[1], used2+ms*v[2]
+		dd.r, dd.f = k.rr-sx, k.rf+ax-dt
+		dd.y, dd.v = v[tr], -v[fr]
+		wp = smaller(smaller(wp, dd.r*k.ir), dd.f*k.iff)
+		wd = smaller(smaller(wd, dd.y*k.iy), dd.v*k.iv)
 	}
+	used := [NumGPUs]float64{used0, used1, used2}
 	for g := range n {
-		d.q[g] = rq[g] - used[g]
+		d.q[g] = s.rq[g] - used[g]
 		d.u[g] = sol[g]
-		mp = max(mp, -d.q[g]/p.q[g])
-		md = max(md, -d.u[g]/p.u[g])
+		wp = smaller(wp, d.q[g]/p.q[g])
+		wd = smaller(wd, d.u[g]/p.u[g])
 	}
-	return 1 / mp, 1 / md
+	return 1 / (0 - wp), 1 / (0 - wd)
 }
 
-// blockInverse's formulas name the three types, and mulBlock the block's five rows: this
+// blockInverse's formulas name the three types, and direction the block's five rows: this
 // fails to compile unless NumGPUs is 3.
 var _ = [1]struct{}{}[NumGPUs-3]
-
-// mulBlock is m v, written out so that the rows' sums overlap rather than wait on each other.
-func mulBlock(m *[blockSize][blockSize]float64, v *[blockSize]float64) [blockSize]float64 {
-	var out [blockSize]float64
-	for r := range blockSize {
-		row := &m[r]
-		out[r] = row[0]*v[0] + row[1]*v[1] + row[2]*v[2] + row[3]*v[3] + row[4]*v[4]
-	}
-	return out
-}
 
 // solveAug solves the k x k system in aug[:k][:k] with right-hand side aug[:k][rhs] by
 // Gaussian elimination with partial pivoting.
