@@ -25,7 +25,7 @@ type evalStage struct {
 	resolve  eval.Resolver
 	defrag   eval.DefragResolver
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
-	metric   string                     // the gate's, reported as the stage's metric
+	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
 }
 
@@ -72,7 +72,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 		return nil, err
 	}
 	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag,
-		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Metric}
+		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
 	if cfg.Eval.Timed.Kind == online.EnvName {
 		if err := eval.CheckDefragOnline(cfg.Eval, &cfg.DefragOnline); err != nil {

@@ -126,6 +126,11 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 			c.Pipeline.Gate.Metric = "avg_jct_s"
 		},
 			"pipeline.gate.metric: avg_jct_s is a timed evaluation's measure, and eval.timed.kind is not set"},
+		{"timed gate metric among metrics, arrival eval", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Pipeline.Gate.Metrics = []string{"alloc_gpu_pct_130", "makespan_s"}
+		},
+			"pipeline.gate.metrics: makespan_s is a timed evaluation's measure, and eval.timed.kind is not set"},
 		{"arrival gate metric, timed eval", func(c *config.Config) {
 			c.Pipeline.Stages = config.PipelineStages
 			c.Eval.Timed.Kind = "tasks"
