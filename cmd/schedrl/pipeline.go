@@ -149,8 +149,9 @@ func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
 func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
 	resolve, cleanupPlacers := policyResolver(cfg, slog.Default())
 	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
-	cleanup := func() { cleanupPlacers(); cleanupDefrag() }
-	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag,
+	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
+	cleanup := func() { cleanupPlacers(); cleanupDefrag(); cleanupMAIFS() }
+	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag, ResolveFungible: resolveMAIFS,
 		Pretrain: pretrainStage, Finetune: finetuneStage})
 	if err == nil {
 		var rev string

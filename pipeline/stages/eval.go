@@ -24,6 +24,7 @@ type evalStage struct {
 	champion string // registry reference MODEL@VERSION of the current champion, or ""
 	resolve  eval.Resolver
 	defrag   eval.DefragResolver
+	fungible eval.FungibleResolver
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
 	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
@@ -71,7 +72,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag,
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag, fungible: d.ResolveFungible,
 		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
 	if cfg.Eval.Timed.Kind == online.EnvName {
@@ -102,7 +103,8 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if roles.Champion != "" {
 		ec.Policies = append(ec.Policies, roles.Champion)
 	}
-	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, DefragOnline: s.online, Force: true, Log: env.Log, Progress: env.Terminal}
+	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
+		Force: true, Log: env.Log, Progress: env.Terminal}
 	var err error
 	if ec.Timed.Kind != "" {
 		_, err = eval.RunTimed(ctx, ec, opts)

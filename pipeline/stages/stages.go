@@ -22,6 +22,8 @@ type Deps struct {
 	// defrag-online eval's checkpoints.
 	ResolvePolicy eval.Resolver
 	ResolveDefrag eval.DefragResolver
+	// ResolveFungible resolves the fungible eval's multi-agent checkpoints.
+	ResolveFungible eval.FungibleResolver
 	// Pretrain and Finetune run the training stages.
 	Pretrain, Finetune TrainFunc
 
