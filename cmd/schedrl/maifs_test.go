@@ -172,3 +172,26 @@ func TestEvalTimedFungibleRunsCheckpoints(t *testing.T) {
 		t.Fatalf("a bad decoder: %v", err)
 	}
 }
+
+// maifs-bc takes its world and workloads from the maifs section; a set flag overrides its key,
+// and a flag that breaks the section's rules is refused by key.
+func TestMAIFSBCFlagsOverrideConfig(t *testing.T) {
+	cfgPath := writeFile(t, filepath.Join(t.TempDir(), "maifs.yaml"),
+		"maifs:\n  cluster: \"8:8:8\"\n  generate: [\"jobs=20,lam=900\"]\n  seeds: \"1000-1001\"\n  every: 3\n  makespan_weight: 2\n")
+	var got *maifsOptions
+	cmd := newMAIFSCmd(func(_ context.Context, o *maifsOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--config", cfgPath, "--seeds", "1005", "--window", "50", "--out", "x"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cluster != "8:8:8" || got.Seeds != "1005" || got.Every != 3 || got.Env.Window != 50 || got.Env.Partners != 2 ||
+		got.Env.MakespanWeight != 2 || got.ValSeeds != "900" || got.Expert != "synergy-tune" || len(got.Generate) != 1 ||
+		got.Throughputs != filepath.Join("data", "gavel", "simulation_throughputs.json") || got.Config.MAIFS.Seeds != "1005" {
+		t.Fatalf("options %+v", *got)
+	}
+	cmd = newMAIFSCmd(func(context.Context, *maifsOptions) error { return nil })
+	cmd.SetArgs([]string{"--config", cfgPath, "--val-seeds", "50", "--out", "x"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "maifs.val_seeds: seed 50 is also in held_out_seeds") {
+		t.Fatalf("held-out validation seed: %v", err)
+	}
+}
