@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/digest"
 	"github.com/schedrl/schedrl/internal/fungibletest"
 	"github.com/schedrl/schedrl/internal/repotest"
 )
@@ -39,19 +37,10 @@ func writeTuneLog(t *testing.T, dir string, seed uint64) string {
 	}
 	h := fungible.LogHeader{Cluster: "8:8:8", ServerGPUs: 8, Servers: fungible.LogServers(c), RoundS: 360, Rule: "synergy-tune", Order: "srtf",
 		Workload: "jobs=50,lam=400,multigpu", Seed: seed, Jobs: fungible.LogJobs(work)}
-	for _, name := range []string{"mapping", "profiles", "throughputs"} {
-		sum, _, err := digest.File(maifsTables[name])
-		if err != nil {
-			t.Fatal(err)
-		}
-		h.Files = append(h.Files, fungible.LogFile{Name: name, Path: maifsTables[name], SHA256: sum})
-	}
-	var b bytes.Buffer
-	if err := fungible.WriteLog(&b, h, rec.Rounds, res); err != nil {
+	path := filepath.Join(dir, "tune-seed"+itoa(int(seed))+".jsonl")
+	if err := fungible.WriteLogFile(path, h, maifsTables, rec.Rounds, res); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "tune-seed"+itoa(int(seed))+".jsonl")
-	writeFile(t, path, b.Bytes())
 	return path
 }
 

@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/digest"
 )
 
 // The fungible world's decision log (docs/decision-log.md, "Logs of whole allocations"): JSON
@@ -196,6 +200,28 @@ func WriteLog(w io.Writer, h LogHeader, rounds []LogRound, res Result) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// WriteLogFile writes a run's log to path under a temporary name renamed into place (a failure
+// leaves nothing), with files (name to path: the tables the run read) and their sha256 in the
+// header.
+func WriteLogFile(path string, h LogHeader, files map[string]string, rounds []LogRound, res Result) error {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		sum, _, err := digest.File(files[name])
+		if err != nil {
+			return err
+		}
+		h.Files = append(h.Files, LogFile{Name: name, Path: files[name], SHA256: sum})
+	}
+	f, err := atomicfile.Create(path, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	if err := WriteLog(f, h, rounds, res); err != nil {
+		return err
+	}
+	return f.Commit()
 }
 
 // ReadLog reads and checks a log's structure: the header's schema, servers and jobs (arrival

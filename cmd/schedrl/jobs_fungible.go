@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/atomicfile"
-	"github.com/schedrl/schedrl/internal/digest"
 	"github.com/schedrl/schedrl/jobs"
 )
 
@@ -117,7 +114,7 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		if ruleName == "gavel-lp" { // the LP orders nothing: it is the deciding policy
 			h.Rule, h.Order = orderName, ""
 		}
-		if err := writeFungibleLog(opts.Openb.Log, h, fungibleFiles(opts), rec.Rounds, res); err != nil {
+		if err := fungible.WriteLogFile(opts.Openb.Log, h, fungibleFiles(opts), rec.Rounds, res); err != nil {
 			return fmt.Errorf("jobs: --log: %w", err)
 		}
 	}
@@ -140,27 +137,6 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 // fungibleFiles are the data files a fungible run reads, for its log's header.
 func fungibleFiles(opts *jobsOptions) map[string]string {
 	return map[string]string{"throughputs": opts.Throughputs, "profiles": opts.Fungible.Profiles, "mapping": opts.Fungible.Mapping}
-}
-
-// writeFungibleLog writes a fungible run's decision log with the sha256 of each data file it
-// read, under a temporary name renamed into place.
-func writeFungibleLog(path string, h fungible.LogHeader, files map[string]string, rounds []fungible.LogRound, res fungible.Result) error {
-	for _, name := range slices.Sorted(maps.Keys(files)) {
-		sum, _, err := digest.File(files[name])
-		if err != nil {
-			return err
-		}
-		h.Files = append(h.Files, fungible.LogFile{Name: name, Path: files[name], SHA256: sum})
-	}
-	f, err := atomicfile.Create(path, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Abort()
-	if err := fungible.WriteLog(f, h, rounds, res); err != nil {
-		return err
-	}
-	return f.Commit()
 }
 
 // refuseInFungible names the flags of the GPU-type and openb worlds the fungible world has no use for.

@@ -177,6 +177,9 @@ func isTerminal(f *os.File) bool {
 // pretrainStage runs behaviour cloning for the pipeline; pretrain resumes from the state in
 // its output directory by itself.
 func pretrainStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error) {
+	if cfg.Datasets.Env == maifsEnv {
+		return pretrainMAIFS(ctx, cfg, env)
+	}
 	rev, err := pipeline.CodeRevision()
 	if err != nil {
 		return pipeline.Result{}, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
@@ -61,12 +62,24 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if cfg.Eval.PaperOverlay {
 		files["paper"] = cfg.Eval.Paper
 	}
-	for _, t := range cfg.Eval.Traces {
-		ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
-		if err != nil {
-			return nil, fmt.Errorf("eval.traces: %w", err)
+	switch k := cfg.Eval.Timed.Kind; k {
+	case "jobs", "fungible":
+		// Gavel's worlds: trace files or generated workloads, and the tables they run on.
+		t := cfg.Eval.Timed
+		files = map[string]string{"throughputs": t.Throughputs, "profiles": t.Profiles, "synergy_map": t.SynergyMap}
+		for _, raw := range cfg.Eval.Traces {
+			if raw = strings.TrimSpace(raw); !strings.HasPrefix(raw, "jobs=") {
+				files["trace "+raw] = raw
+			}
 		}
-		files["trace "+ref.Name] = ref.Path
+	default:
+		for _, t := range cfg.Eval.Traces {
+			ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
+			if err != nil {
+				return nil, fmt.Errorf("eval.traces: %w", err)
+			}
+			files["trace "+ref.Name] = ref.Path
+		}
 	}
 	hashes, err := hashFiles("eval", files)
 	if err != nil {

@@ -61,7 +61,7 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	case "logs":
 		return newLogs(cfg)
 	case "datasets":
-		return newDatasets(cfg), nil
+		return newDatasets(cfg)
 	case "pretrain":
 		return newPretrain(cfg, d.Pretrain)
 	case "finetune":
