@@ -214,6 +214,13 @@ func finetuneStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pi
 	if !res.Complete {
 		return pipeline.Result{}, fmt.Errorf("stopped after %d updates, before its budget", res.Updates)
 	}
+	if s, e := res.StartMAIFS, res.FinalMAIFS; s != nil && e != nil {
+		return pipeline.Result{
+			Metric: &pipeline.Metric{Name: "heldout_avg_jct_h", Value: e.AvgJCT},
+			Note: fmt.Sprintf("%d env steps, %.1f steps/s, held-out avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h",
+				res.EnvSteps, res.StepsPerSecond, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan),
+		}, nil
+	}
 	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
 		return pipeline.Result{
 			Metric: &pipeline.Metric{Name: "heldout_whole_gpu_queue_delay_mean_s", Value: e.WholeGPUDelay},
