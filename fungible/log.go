@@ -115,6 +115,7 @@ type Log struct {
 	Header LogHeader
 	Rounds []LogRound
 	End    LogEnd
+	types  map[int]string // job ID -> job type
 }
 
 // RoundLog records every round's decision of a run; Record installs it.
@@ -256,8 +257,10 @@ func ReadLog(r io.Reader) (*Log, error) {
 		return nil, fmt.Errorf("line 1: %w", err)
 	}
 	index := map[int]int{}
+	lg.types = map[int]string{}
 	for i, j := range lg.Header.Jobs {
 		index[j.ID] = i
+		lg.types[j.ID] = j.Type
 	}
 	ended := false
 	for {
@@ -422,12 +425,8 @@ func (lg *Log) Check() error {
 // partner, as the ledger takes them) and returns the changes.
 func (lg *Log) apply(l *Ledger, rd LogRound) ([]Change, error) {
 	var changes []Change
-	jobType := map[int]string{}
-	for _, j := range lg.Header.Jobs {
-		jobType[j.ID] = j.Type
-	}
 	for _, la := range rd.Allocs {
-		a := Allocation{Job: la.Job, JobType: jobType[la.Job], GPUType: la.GPUType, CPUsPerGPU: la.CPUsPerGPU, MemPerGPU: la.MemPerGPU, Partner: la.Partner}
+		a := Allocation{Job: la.Job, JobType: lg.types[la.Job], GPUType: la.GPUType, CPUsPerGPU: la.CPUsPerGPU, MemPerGPU: la.MemPerGPU, Partner: la.Partner}
 		for _, p := range la.Parts {
 			a.Parts = append(a.Parts, Part{Server: p.Server, GPUs: slices.Clone(p.GPUs)})
 		}
