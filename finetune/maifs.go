@@ -39,6 +39,7 @@ type maifsSample struct {
 	obs    *env.MAIFSObs
 	open   [][]bool  // per agent, its candidates open at its turn
 	action []int     // per agent, the candidate it sampled
+	greedy []int     // per agent, its most probable open candidate
 	logp   []float32 // per agent, the log-probability it had
 	value  float32
 	reward float32
@@ -65,7 +66,7 @@ type maifsTrainer struct {
 	src    *maifsSource
 	dev    gotch.Device
 	net    *nn.MAIFSNet
-	ref    *nn.MAIFSNet // the clone the KL term pulls towards; nil without it
+	ref    *nn.MAIFSNet // the clone: the KL term pulls towards it, kl_pretrained measures the distance
 	parent string
 	opt    *nn.Adam
 	worlds []*maifsWorld
@@ -111,10 +112,10 @@ func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 		return nil, fmt.Errorf("finetune.from: %s was cloned with environment options %+v, the maifs section has %+v", fc.From, net.Arch.Options, t.src.opts)
 	}
 	t.net, t.parent = net, man.Digest()
-	if fc.KLCoef > 0 {
-		if t.ref, _, err = nn.LoadMAIFS(fc.From, t.dev); err != nil {
-			return nil, fmt.Errorf("finetune.from: %w", err)
-		}
+	// The clone is loaded even at kl_coef 0: the record's kl_pretrained says how far the
+	// policy moved from it either way.
+	if t.ref, _, err = nn.LoadMAIFS(fc.From, t.dev); err != nil {
+		return nil, fmt.Errorf("finetune.from: %w", err)
 	}
 	t.opt = nn.NewAdam(t.net.Params(), nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
 	if err := t.resume(); err != nil {
@@ -218,6 +219,7 @@ func (t *maifsTrainer) step() error {
 		Epochs: stats.Epochs, StepsPerSec: float64(t.perUpdate) / sec, RolloutStepsPerSec: float64(t.perUpdate) / rolloutSec}
 	line.setEpisodes(t.ended)
 	line.ExplainedVar = finite(stats.ExplainedVar)
+	line.DecidingAgents, line.OffGreedy = t.exploration()
 	if t.st.Update == t.updates || (t.fc.EvalEvery > 0 && t.st.Update%t.fc.EvalEvery == 0) {
 		h, err := t.evaluateAndKeepBest()
 		if err != nil {
@@ -251,10 +253,10 @@ func (t *maifsTrainer) rollout() error {
 			s := &t.samples[step*n+e]
 			s.obs, s.value = w.cur.obs, out.value[e]
 			na := s.obs.NumAgents()
-			s.open, s.action, s.logp = make([][]bool, na), make([]int, na), make([]float32, na)
+			s.open, s.action, s.logp, s.greedy = make([][]bool, na), make([]int, na), make([]float32, na), make([]int, na)
 			plan, pairs, err := decide(w.e, w.cur, out.order[e], func(i int, open []bool) int {
 				k, lp := sampleOpen(out.logits[e][i], open, t.fc.Temperature, t.rng)
-				s.open[i], s.action[i], s.logp[i] = open, k, lp
+				s.open[i], s.action[i], s.logp[i], s.greedy[i] = open, k, lp, bestOpen(out.logits[e][i], open)
 				return k
 			})
 			if err != nil {
@@ -281,6 +283,25 @@ func (t *maifsTrainer) rollout() error {
 	}
 	t.last = out.value
 	return nil
+}
+
+// exploration is the rollout's deciding agents per decision point and the share of them whose
+// sampled candidate was not their most probable open one.
+func (t *maifsTrainer) exploration() (deciding, offGreedy *float64) {
+	var n, off int
+	for _, s := range t.samples {
+		for i, open := range s.open {
+			if count(open) < 2 {
+				continue
+			}
+			n++
+			if s.action[i] != s.greedy[i] {
+				off++
+			}
+		}
+	}
+	d, o := float64(n)/float64(len(t.samples)), float64(off)/float64(max(n, 1))
+	return &d, &o
 }
 
 func (t *maifsTrainer) currentObs() []*env.MAIFSObs {
@@ -427,7 +448,7 @@ func (t *maifsTrainer) update(lr, kl float64) (updateStats, error) {
 	}
 	adv, ret := advantages(reward, value, done, t.last, len(t.worlds), fc.Gamma, fc.GAELambda)
 	var ref [][][]float32
-	if t.ref != nil && kl > 0 {
+	if t.ref != nil {
 		var err error
 		if ref, err = t.refLogp(t.samples); err != nil {
 			return updateStats{}, err

@@ -244,6 +244,18 @@ func (w *maifsWorld) close() {
 	}
 }
 
+// bestOpen is the open candidate of the highest logit (the first of equals), what greedy
+// decoding takes.
+func bestOpen(logits []float32, open []bool) int {
+	best := -1
+	for k, ok := range open {
+		if ok && (best < 0 || logits[k] > logits[best]) {
+			best = k
+		}
+	}
+	return best
+}
+
 // sampleOpen draws a candidate from the softmax of logits/temperature over the open ones and
 // returns it with its log-probability.
 func sampleOpen(logits []float32, open []bool, temperature float64, rng *rand.Rand) (int, float32) {

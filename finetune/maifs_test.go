@@ -196,7 +196,8 @@ func TestMAIFSDeterministicAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs, err := readRecord(filepath.Join(a, RecordFile))
-	if err != nil || len(recs) != 6 || recs[2].HeldOutAvgJCT == nil || recs[5].HeldOutMakespan == nil || recs[0].ExplainedVar == nil {
+	if err != nil || len(recs) != 6 || recs[2].HeldOutAvgJCT == nil || recs[5].HeldOutMakespan == nil || recs[0].ExplainedVar == nil ||
+		recs[0].DecidingAgents == nil || !(*recs[0].DecidingAgents > 0) {
 		t.Fatalf("record %d lines (%v)", len(recs), err)
 	}
 	if ra.StartMAIFS == nil || ra.FinalMAIFS == nil || !(ra.FinalMAIFS.AvgJCT > 0) {

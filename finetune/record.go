@@ -59,6 +59,10 @@ type record struct {
 	HeldOutAvgJCT    *float64 `json:"held_out_avg_jct_h,omitempty"`
 	HeldOutMakespan  *float64 `json:"held_out_makespan_h,omitempty"`
 	HeldOutMAIFSCost *float64 `json:"held_out_cost_h,omitempty"`
+	// Maifs rollouts: deciding agents (more than one open candidate) per decision point, and
+	// the share of them that sampled another candidate than their most probable one.
+	DecidingAgents *float64 `json:"deciding_agents,omitempty"`
+	OffGreedy      *float64 `json:"off_greedy_share,omitempty"`
 }
 
 func (r *record) setEpisodes(ended []episodeEnd) {
