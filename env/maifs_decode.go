@@ -248,3 +248,74 @@ func (e *MAIFS) Reward(jobsInSystem int, elapsed float64) float64 {
 	}
 	return -(float64(jobsInSystem) + e.opts.MakespanWeight) * elapsed / 3600
 }
+
+// DecodeTurns decodes along the coordination graph as Decode does, agents in the order the
+// scores give (highest first, ties oldest first), but lets choose pick each agent's candidate
+// from those open at its turn: wait, and the feasible candidates that still fit what the agents
+// before it took (TurnMasks' rule). Decode is DecodeTurns choosing the best-scoring open
+// candidate; a policy-gradient rollout samples instead, and its update masks each agent with
+// the open sets returned. If nothing starts on an empty ledger, the first agent in order with
+// a candidate that fits chooses again with wait closed (its open set and choice are replaced),
+// so a run always progresses.
+func (e *MAIFS) DecodeTurns(l *fungible.Ledger, o *MAIFSObs, order []float32, choose func(i int, open []bool) int) (fungible.Plan, []int, [][]bool, error) {
+	n := o.NumAgents()
+	if len(order) != n {
+		return fungible.Plan{}, nil, nil, fmt.Errorf("maifs: order scores for %d agents, the observation has %d", len(order), n)
+	}
+	choice, open := make([]int, n), make([][]bool, n)
+	pl := fungible.NewPlacer(l, e.m)
+	turn := func(i int, wait bool) (bool, error) {
+		j := o.Jobs[i].Job
+		m := make([]bool, len(o.Cand[i]))
+		fits := false
+		for k, c := range o.Cand[i] {
+			switch {
+			case c.Wait:
+				m[k] = wait
+			case !c.Feasible:
+			case c.Partner >= 0:
+				m[k] = pl.CanShare(j, o.Jobs[c.Partner].ID, c.CPUs, c.Mem)
+			default:
+				m[k] = pl.Fits(c.GPUType, c.GPUs, c.CPUs, c.Mem)
+			}
+			fits = fits || (m[k] && !c.Wait)
+		}
+		if !wait && !fits {
+			return false, nil
+		}
+		k := choose(i, m)
+		if k < 0 || k >= len(m) || !m[k] {
+			return false, fmt.Errorf("maifs: agent %d chose candidate %d, not open at its turn", i, k)
+		}
+		open[i], choice[i] = m, k
+		if o.Cand[i][k].Wait {
+			return false, nil
+		}
+		ok, err := try(pl, o, i, k)
+		if err == nil && !ok {
+			err = fmt.Errorf("maifs: agent %d: open candidate %d does not fit", i, k)
+		}
+		return ok, err
+	}
+	agents := agentOrder(order)
+	started := false
+	for _, i := range agents {
+		ok, err := turn(i, true)
+		if err != nil {
+			return fungible.Plan{}, nil, nil, err
+		}
+		started = started || ok
+	}
+	if !started && len(l.Jobs()) == 0 {
+		for _, i := range agents {
+			ok, err := turn(i, false)
+			if err != nil || ok {
+				if err != nil {
+					return fungible.Plan{}, nil, nil, err
+				}
+				break
+			}
+		}
+	}
+	return pl.Plan(), choice, open, nil
+}

@@ -36,9 +36,12 @@ type Options struct {
 	// (nil: methods only); DefragOnline is that kind's timelines, trigger and budget.
 	ResolveDefrag DefragResolver
 	DefragOnline  *config.DefragOnlineConfig
-	Force         bool         // replace an existing output directory
-	Log           *slog.Logger // nil: slog.Default()
-	Progress      bool         // draw a progress bar (on a terminal); else log a line per run
+	// ResolveFungible resolves the fungible kind's multi-agent checkpoints and registry
+	// references (nil: baselines only).
+	ResolveFungible FungibleResolver
+	Force           bool         // replace an existing output directory
+	Log             *slog.Logger // nil: slog.Default()
+	Progress        bool         // draw a progress bar (on a terminal); else log a line per run
 }
 
 // Run evaluates cfg.Policies on cfg.Traces x cfg.Seeds and writes the report to cfg.Out.

@@ -3,11 +3,13 @@ package eval
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
@@ -18,10 +20,28 @@ func init() { registerTimedKind("fungible", fungibleKind{}) }
 // fungibleKind is the fungible world (package fungible): the DL jobs of a Gavel trace or a
 // generated mix as whole allocations (GPUs, CPUs, memory) on servers of timed.servers_gpus GPUs.
 // A policy is a rule with its job order, RULE/ORDER (synergy-tune/srtf; the order defaults to
-// fifo), or one of jobs' queue policies, which holds fixed demands in its own order.
+// fifo), one of jobs' queue policies, which holds fixed demands in its own order, one of Gavel's
+// LPs (max_min_fairness, _perf, _packed: round policies over fixed demands), or a multi-agent
+// checkpoint or registry reference (Options.ResolveFungible), with "#graph-free" for its decoder
+// without the coordination graph.
 type fungibleKind struct{}
 
-type fungiblePolicy struct{ rule, order string }
+// FungibleFactory makes one run's round policy (each run its own: a learned policy keeps a
+// network's buffers and counts its decisions).
+type FungibleFactory func() (fungible.RoundPolicy, error)
+
+// FungibleResolver turns a multi-agent checkpoint or registry reference and its decoder
+// ("", "ordered" or "graph-free") into a factory of round policies over the world's cluster and
+// speed model, or an error naming the reference; the command layer provides it (eval links no
+// network).
+type FungibleResolver func(ref PolicyRef, decode string, c fungible.Cluster, m fungible.SpeedModel) (FungibleFactory, error)
+
+// fungiblePolicy is a rule in its order, or a round policy (an LP or a network) with the order
+// that sorts the queue it is handed (none for an LP).
+type fungiblePolicy struct {
+	rule, order string
+	round       FungibleFactory
+}
 
 type fungibleWorld struct {
 	cfg        config.TimedEvalConfig
@@ -34,7 +54,7 @@ type fungibleWorld struct {
 	seeds      []bool             // [workload]: generated per seed
 }
 
-func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Options) (timedWorld, error) {
+func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (timedWorld, error) {
 	t := cfg.Timed
 	w := &fungibleWorld{cfg: t, serverGPUs: fungible.ServerGPUs}
 	if s := strings.TrimSpace(t.ServersGPUs); s != "" {
@@ -55,7 +75,17 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Options) (t
 	if w.model, err = speedModelOf(t, table); err != nil {
 		return nil, err
 	}
+	learned := map[int]PolicyRef{}
+	decodes := map[int]string{}
 	for i, p := range cfg.Policies {
+		if ref, decode, ok, err := learnedFungible(p); ok || err != nil {
+			if err != nil {
+				return nil, fmt.Errorf("policies[%d]: %w", i, err)
+			}
+			learned[i], decodes[i] = ref, decode
+			w.policies = append(w.policies, fungiblePolicy{order: "fifo"})
+			continue
+		}
 		fp, err := parseFungiblePolicy(p)
 		if err != nil {
 			return nil, fmt.Errorf("policies[%d]: %w", i, err)
@@ -74,13 +104,44 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, _ Options) (t
 		}
 		w.work = append(w.work, work)
 	}
+	// Last, since resolving may load networks or pull from the registry.
+	for _, i := range slices.Sorted(maps.Keys(learned)) {
+		ref := learned[i]
+		if opts.ResolveFungible == nil {
+			return nil, fmt.Errorf("policies[%d]: %q: multi-agent checkpoints need a resolver that loads networks (schedrl eval provides one)", i, ref.Raw)
+		}
+		if w.policies[i].round, err = opts.ResolveFungible(ref, decodes[i], w.cluster, w.model); err != nil {
+			return nil, fmt.Errorf("policies[%d]: %w", i, err)
+		}
+	}
 	return w, nil
+}
+
+// learnedFungible reads a multi-agent reference, ckpt:DIR or MODEL@ALIAS, with an optional
+// "#DECODER"; ok is false for a baseline's name.
+func learnedFungible(s string) (ref PolicyRef, decode string, ok bool, err error) {
+	raw, decode, _ := strings.Cut(strings.TrimSpace(s), "#")
+	if ref, err = ParsePolicyRef(raw); err != nil {
+		return ref, "", true, err
+	}
+	if ref.Kind != Checkpoint && ref.Kind != Registry {
+		if decode != "" {
+			return ref, "", true, fmt.Errorf("%q: #%s sets a multi-agent checkpoint's decoder; %s is a baseline", s, decode, raw)
+		}
+		return ref, "", false, nil
+	}
+	if ref.Kind == Checkpoint {
+		if err := fileExists(fmt.Sprintf("policy %q: checkpoint", s), ref.Dir); err != nil {
+			return ref, "", true, err
+		}
+	}
+	return ref, decode, true, nil
 }
 
 func (fungibleKind) workloadName(raw, _ string) (string, error) { return gavelWorkloadName(raw), nil }
 
-// parseFungiblePolicy reads RULE[/ORDER] or a queue policy of jobs (the fixed-demand rule in
-// that order).
+// parseFungiblePolicy reads RULE[/ORDER], one of Gavel's LPs, or a queue policy of jobs (the
+// fixed-demand rule in that order).
 func parseFungiblePolicy(s string) (fungiblePolicy, error) {
 	name, order, hasOrder := strings.Cut(strings.TrimSpace(s), "/")
 	if _, err := fungible.LookupRule(name); err == nil {
@@ -93,8 +154,11 @@ func parseFungiblePolicy(s string) (fungiblePolicy, error) {
 	if hasOrder {
 		return fungiblePolicy{}, fmt.Errorf("%q: unknown allocation rule %q (have %s)", s, name, strings.Join(fungible.RuleNames(), ", "))
 	}
-	if strings.HasPrefix(strings.ReplaceAll(strings.ToLower(name), "-", "_"), "max_min_fairness") {
-		return fungiblePolicy{}, fmt.Errorf("%q is Gavel's LP over GPU types: evaluate it with timed.kind jobs; the fungible world has rules %s", s, strings.Join(fungible.RuleNames(), ", "))
+	if lp := strings.ReplaceAll(strings.ToLower(name), "-", "_"); strings.HasPrefix(lp, "max_min_fairness") {
+		if _, err := fungible.NewRoundPolicy(lp); err != nil {
+			return fungiblePolicy{}, fmt.Errorf("%q: %w", s, err)
+		}
+		return fungiblePolicy{round: func() (fungible.RoundPolicy, error) { return fungible.NewRoundPolicy(lp) }}, nil
 	}
 	if _, err := jobs.NewPolicy(name); err != nil {
 		return fungiblePolicy{}, fmt.Errorf("%q: neither an allocation rule (%s, as RULE/ORDER) nor a queue policy: %w", s, strings.Join(fungible.RuleNames(), ", "), err)
@@ -114,27 +178,44 @@ func (w *fungibleWorld) describe() string {
 // cluster and at every arrival, GPUs counted once when two jobs share them; a job waits from
 // its arrival to its finish whenever it holds nothing.
 func (w *fungibleWorld) run(policy, workload, seed int) (TimedSeedRun, error) {
-	p := w.policies[policy]
-	rule, err := fungible.LookupRule(p.rule)
+	rc, err := w.policies[policy].runConfig()
 	if err != nil {
 		return TimedSeedRun{}, err
 	}
-	order, err := jobs.NewPolicy(p.order)
-	if err != nil {
-		return TimedSeedRun{}, err
-	}
+	rc.Round, rc.Log = w.cfg.Round, true
 	work := w.work[workload][seed]
-	res, err := fungible.Run(w.cluster, w.model, work, fungible.RunConfig{Rule: rule, Order: order, Round: w.cfg.Round, Log: true})
+	res, err := fungible.Run(w.cluster, w.model, work, rc)
 	if err != nil {
 		return TimedSeedRun{}, err
 	}
 	run := TimedSeedRun{Makespan: res.Makespan, Utilization: res.Utilization, Rounds: res.Rounds, JCT: res.JCT}
+	if mp, ok := rc.Policy.(*env.MAIFSPolicy); ok {
+		stats := mp.Stats
+		run.MAIFS = &stats
+	}
 	run.Series = fungibleSeries(w.cluster, work, res)
 	first := work[0].Arrival
 	run.AllocGPUMeanPct = timeMean(run.Series, first, res.Makespan, 0, func(p TimedPoint) float64 { return p.AllocGPUPct })
 	run.QueueLenMean = timeMean(run.Series, first, res.Makespan, 0, func(p TimedPoint) float64 { return float64(p.Waiting) })
 	run.fillJCT()
 	return run, nil
+}
+
+// runConfig is one run's decision: a fresh round policy, or the rule in its order.
+func (p fungiblePolicy) runConfig() (fungible.RunConfig, error) {
+	var rc fungible.RunConfig
+	var err error
+	if p.order != "" {
+		if rc.Order, err = jobs.NewPolicy(p.order); err != nil {
+			return rc, err
+		}
+	}
+	if p.round != nil {
+		rc.Policy, err = p.round()
+		return rc, err
+	}
+	rc.Rule, err = fungible.LookupRule(p.rule)
+	return rc, err
 }
 
 func fungibleSeries(c fungible.Cluster, work []fungible.Job, res fungible.Result) []TimedPoint {

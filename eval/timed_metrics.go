@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/schedrl/schedrl/env"
 )
 
 // TimedSchemaVersion names the timed report's metrics.json layout, which is not the arrival
@@ -39,11 +41,14 @@ type TimedSeedRun struct {
 	QueueDelay map[string]float64 `json:"queue_delay_mean_s,omitempty"`
 	Rounds     int                `json:"rounds,omitempty"`
 	// Migrations and DowntimeS are a defrag-online run's migrations started and their downtime.
-	Migrations  int          `json:"migrations,omitempty"`
-	DowntimeS   float64      `json:"downtime_s,omitempty"`
-	WallSeconds float64      `json:"wall_seconds"`
-	JCT         []float64    `json:"-"` // per measured job, to jct.csv
-	Series      []TimedPoint `json:"-"` // to series.csv
+	Migrations int     `json:"migrations,omitempty"`
+	DowntimeS  float64 `json:"downtime_s,omitempty"`
+	// MAIFS counts a multi-agent policy's decision points, agents, coordination edges and the
+	// conflicts the graph-free decoder would have had (fungible world).
+	MAIFS       *env.MAIFSStats `json:"maifs,omitempty"`
+	WallSeconds float64         `json:"wall_seconds"`
+	JCT         []float64       `json:"-"` // per measured job, to jct.csv
+	Series      []TimedPoint    `json:"-"` // to series.csv
 }
 
 // TimedResult aggregates one policy on one timed workload over its seeds.

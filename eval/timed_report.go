@@ -80,12 +80,59 @@ func timedTable(m *TimedMetrics, wl string) [][]string {
 		}
 		rows = append(rows, row)
 	}
+	return withConflicts(m, wl, rows)
+}
+
+// withConflicts adds, when a multi-agent policy ran on wl, the conflicts per decision point
+// that the graph-free decoder had or would have had ("—" for the other policies).
+func withConflicts(m *TimedMetrics, wl string, rows [][]string) [][]string {
+	cells := []string{"conflicts/decision (graph-free)"}
+	shown := false
+	for _, pol := range m.Policies {
+		r := m.Find(pol, wl)
+		if r == nil {
+			continue
+		}
+		decisions, conflicts := 0, 0
+		for _, run := range r.PerSeed {
+			if run.MAIFS != nil {
+				decisions, conflicts = decisions+run.MAIFS.Decisions, conflicts+run.MAIFS.Conflicts
+			}
+		}
+		cell := "—"
+		if decisions > 0 {
+			cell, shown = fmt.Sprintf("%.2f", float64(conflicts)/float64(decisions)), true
+		}
+		cells = append(cells, cell)
+	}
+	if !shown {
+		return rows
+	}
+	for i := range rows {
+		rows[i] = append(rows[i], cells[i])
+	}
 	return rows
+}
+
+// pct is a paired difference in % of the baseline's mean with its 95% interval:
+// "+1.8% [+0.8, +2.8]".
+func pct(p *Paired, base float64) string {
+	if base == 0 {
+		return "—"
+	}
+	if p.Diff.N <= 1 {
+		return fmt.Sprintf("%+.1f%%", 100*p.Diff.Mean/base)
+	}
+	return fmt.Sprintf("%+.1f%% [%+.1f, %+.1f]", 100*p.Diff.Mean/base, 100*p.Diff.Low/base, 100*p.Diff.High/base)
 }
 
 func timedPairedTable(m *TimedMetrics, wl string) [][]string {
 	head := []string{"policy", "Δ avg JCT (h)", "verdict", "Δ p99 JCT (h)", "Δ makespan (h)", "verdict",
-		"Δ GPU alloc %", "seeds higher / tied / lower (avg JCT)"}
+		"Δ GPU alloc %", "seeds higher / tied / lower (avg JCT)", "Δ avg JCT, % of the baseline's", "Δ makespan, %"}
+	base := m.Find(m.Baseline, wl)
+	if base == nil {
+		return nil
+	}
 	if r := m.Find(m.Policies[0], wl); r != nil && r.QueueDelay != nil {
 		head = append(head, "Δ GPU queueing delay (s)", "verdict")
 	}
@@ -105,7 +152,8 @@ func timedPairedTable(m *TimedMetrics, wl string) [][]string {
 		jct := r.VsBaseline["avg_jct_s"]
 		row := []string{pol, d("avg_jct_s", 3600), jct.Verdict(), d("p99_jct_s", 3600),
 			d("makespan_s", 3600), r.VsBaseline["makespan_s"].Verdict(), d("alloc_gpu_mean_pct", 1),
-			fmt.Sprintf("%d / %d / %d", jct.Wins, jct.Ties, jct.Losses)}
+			fmt.Sprintf("%d / %d / %d", jct.Wins, jct.Ties, jct.Losses),
+			pct(jct, base.AvgJCT.Mean), pct(r.VsBaseline["makespan_s"], base.Makespan.Mean)}
 		if p, ok := r.VsBaseline[gpuDelayKey]; ok && len(head) > len(row) {
 			row = append(row, d(gpuDelayKey, 1), p.Verdict())
 		}

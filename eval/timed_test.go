@@ -12,8 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/jobs"
 )
 
 // timedConfig is a small timed eval of kind on the vendored Gavel and Synergy tables.
@@ -182,7 +184,7 @@ func TestRunTimedJobsWritesEveryOutput(t *testing.T) {
 func TestRunTimedFungibleWritesEveryOutput(t *testing.T) {
 	cfg := timedConfig(t, "fungible")
 	cfg.Timed.ServersGPUs = "8"
-	cfg.Policies = []string{"fifo", "synergy-tune/srtf", "gandiva"}
+	cfg.Policies = []string{"fifo", "synergy-tune/srtf", "gandiva", "max_min_fairness_packed"}
 	m, err := RunTimed(context.Background(), cfg, Options{Log: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +192,53 @@ func TestRunTimedFungibleWritesEveryOutput(t *testing.T) {
 	checkTimedOutputs(t, cfg, m)
 	if !strings.Contains(m.Cluster, "8-GPU servers") {
 		t.Errorf("cluster %q", m.Cluster)
+	}
+	md, _ := os.ReadFile(filepath.Join(cfg.Out, "report.md"))
+	if !strings.Contains(string(md), "Δ avg JCT, % of the baseline's") || strings.Contains(string(md), "conflicts/decision") {
+		t.Errorf("report.md: no %% differences, or a conflicts column without a multi-agent policy:\n%s", md)
+	}
+}
+
+// Gavel's LPs run in the fungible world as round policies: the eval's numbers are those of
+// fungible.Run with the LP, seed by seed.
+func TestRunTimedFungibleRunsGavelsLPs(t *testing.T) {
+	cfg := timedConfig(t, "fungible")
+	cfg.Timed.ServersGPUs = "8"
+	cfg.Traces = cfg.Traces[:1]
+	cfg.Policies = []string{"max_min_fairness", "max-min-fairness-perf"}
+	m, err := RunTimed(context.Background(), cfg, Options{Log: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, err := jobs.LoadThroughputs(cfg.Timed.Throughputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := fungible.LoadSpeedModel(table, cfg.Timed.Profiles, cfg.Timed.SynergyMap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := fungible.NewMixCluster(cfg.Timed.Cluster, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := fungibleKind{}.prepare(cfg, m.Seeds, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"max_min_fairness", "max_min_fairness_perf"} {
+		lp, err := fungible.NewRoundPolicy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := fungible.Run(cluster, model, w.(*fungibleWorld).work[0][0], fungible.RunConfig{Policy: lp, Round: cfg.Timed.Round})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol := strings.ReplaceAll(name, "max_min_fairness_perf", "max-min-fairness-perf")
+		if got := m.Find(pol, m.Workloads[0]).PerSeed[0]; !reflect.DeepEqual(got.JCT, res.JCT) || got.Makespan != res.Makespan {
+			t.Errorf("%s: eval avg JCT %v, makespan %v; fungible.Run %v, %v", name, got.AvgJCT, got.Makespan, res.AvgJCT, res.Makespan)
+		}
 	}
 }
 
@@ -258,7 +307,10 @@ func TestRunTimedBadInputNamesTheKey(t *testing.T) {
 		{"server sizes", "jobs", func(c *config.EvalConfig) { c.Timed.ServersGPUs = "4:4" }, `timed.servers_gpus: servers-gpus "4:4"`},
 		{"server size", "fungible", func(c *config.EvalConfig) { c.Timed.ServersGPUs = "4:4:4" }, "timed.servers_gpus:"},
 		{"unknown rule", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"tune/srtf"} }, `policies[0]: "tune/srtf": unknown allocation rule "tune"`},
-		{"LP in fungible", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"max_min_fairness"} }, "policies[0]: \"max_min_fairness\" is Gavel's LP"},
+		{"unknown LP", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"max_min_fairness_fast"} }, `policies[0]: "max_min_fairness_fast": unknown round policy`},
+		{"decoder of a baseline", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"srtf#graph-free"} }, `policies[0]: "srtf#graph-free": #graph-free sets a multi-agent checkpoint's decoder`},
+		{"missing checkpoint", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"fifo", "ckpt:no/such/dir"} }, `policies[1]: policy "ckpt:no/such/dir": checkpoint`},
+		{"checkpoint without a resolver", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"ckpt:" + t.TempDir()} }, "need a resolver that loads networks"},
 		{"unknown order", "fungible", func(c *config.EvalConfig) { c.Policies = []string{"gandiva/lifo"} }, `policies[0]: "gandiva/lifo": order: unknown policy "lifo"`},
 		{"unknown queue", "tasks", func(c *config.EvalConfig) { c.Timed.Queue = "lifo" }, `timed.queue: unknown queue discipline "lifo"`},
 		{"warm-up past the arrivals", "tasks", func(c *config.EvalConfig) { c.Timed.Tasks, c.Timed.Warmup = 50, 14400 }, "timed.warmup: 14400 s is not before the last arrival"},

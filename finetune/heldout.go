@@ -15,6 +15,7 @@ type heldOut struct {
 	AllocPct []float64   `json:"alloc_gpu_pct,omitempty"`
 	Mean     float64     `json:"mean_alloc_gpu_pct"`
 	Defrag   *defragHeld `json:"defrag,omitempty"`
+	MAIFS    *maifsHeld  `json:"maifs,omitempty"`
 }
 
 func grow(buf *[]float32, n int) []float32 {

@@ -151,12 +151,8 @@ func (m *models) restore(dir string, opt *nn.Adam) error {
 	if err := m.pol.net.VS.Load(filepath.Join(dir, checkpoint.ModelFile)); err != nil {
 		return fmt.Errorf("%s: %w", dir, err)
 	}
-	saved, err := ts.LoadMultiWithDevice(filepath.Join(dir, optimFile), m.pol.dev)
-	if err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, optimFile), err)
-	}
-	if err := opt.Restore(saved); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(dir, optimFile), err)
+	if err := restoreAdam(dir, opt, m.pol.dev); err != nil {
+		return err
 	}
 	if m.avg != nil {
 		if err := m.avg.net.VS.Load(filepath.Join(dir, avgFile)); err != nil {

@@ -1,7 +1,6 @@
 package finetune
 
 import (
-	"math"
 	"math/rand/v2"
 
 	"github.com/schedrl/schedrl/internal/config"
@@ -228,12 +227,8 @@ func pick(r *rollout, idx []int, adv, ret []float32, valueScale float64, normAdv
 		p.samples[k], p.actions[k], p.oldLogp[k], p.adv[k] = s, int64(s.action), s.logp, adv[i]
 		p.ret[k], p.oldValue[k] = ret[i]/float32(valueScale), s.value/float32(valueScale)
 	}
-	if normAdv && len(p.adv) > 1 {
-		m, v := meanVar(p.adv)
-		sd := math.Sqrt(v * float64(len(p.adv)) / float64(len(p.adv)-1))
-		for k := range p.adv {
-			p.adv[k] = float32((float64(p.adv[k]) - m) / (sd + 1e-8))
-		}
+	if normAdv {
+		normalise(p.adv)
 	}
 	return p
 }

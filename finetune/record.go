@@ -51,14 +51,28 @@ type record struct {
 	HeldOutReward      *float64 `json:"held_out_reward,omitempty"`
 	// Defrag-online held-out timelines: the whole-GPU mean queueing delay (seconds).
 	HeldOutWholeGPUDelay *float64 `json:"held_out_whole_gpu_queue_delay_mean_s,omitempty"`
+
+	// Maifs episodes and held-out checks (greedy decoding on maifs.generate x val_seeds): the
+	// mean average JCT and makespan in hours, and the held-out per-job cost.
+	EpisodeAvgJCT    *float64 `json:"episode_avg_jct_h,omitempty"`
+	EpisodeMakespan  *float64 `json:"episode_makespan_h,omitempty"`
+	HeldOutAvgJCT    *float64 `json:"held_out_avg_jct_h,omitempty"`
+	HeldOutMakespan  *float64 `json:"held_out_makespan_h,omitempty"`
+	HeldOutMAIFSCost *float64 `json:"held_out_cost_h,omitempty"`
+	// Maifs rollouts: deciding agents (more than one open candidate) per decision point, and
+	// the share of them that sampled another candidate than their most probable one.
+	DecidingAgents *float64 `json:"deciding_agents,omitempty"`
+	OffGreedy      *float64 `json:"off_greedy_share,omitempty"`
 }
 
 func (r *record) setEpisodes(ended []episodeEnd) {
 	if len(ended) == 0 {
 		return
 	}
-	var ret, alloc, frag, pending, migrations float64
+	var ret, alloc, frag, pending, migrations, jct, makespan float64
 	for _, e := range ended {
+		jct += e.AvgJCTHours
+		makespan += e.MakespanHours
 		ret += e.Return
 		alloc += e.AllocPct
 		frag += e.FragRatioPct
@@ -68,6 +82,11 @@ func (r *record) setEpisodes(ended []episodeEnd) {
 	n := float64(len(ended))
 	ret, alloc = ret/n, alloc/n
 	r.EpisodicReturn = &ret
+	if ended[0].maifs {
+		jct, makespan = jct/n, makespan/n
+		r.EpisodeAvgJCT, r.EpisodeMakespan = &jct, &makespan
+		return
+	}
 	if !ended[0].defrag {
 		r.EpisodeAllocPct = &alloc
 		return
@@ -78,6 +97,10 @@ func (r *record) setEpisodes(ended []episodeEnd) {
 
 // setHeldOut adds a held-out evaluation's means.
 func (r *record) setHeldOut(h heldOut) {
+	if m := h.MAIFS; m != nil {
+		r.HeldOutAvgJCT, r.HeldOutMakespan, r.HeldOutMAIFSCost = &m.AvgJCT, &m.Makespan, &m.Cost
+		return
+	}
 	if h.Defrag == nil {
 		r.HeldOut = &h.Mean
 		return
@@ -128,8 +151,14 @@ func (r record) logArgs() []any {
 		args = append(args, "episodes", r.Episodes, "episodic_return", *r.EpisodicReturn, "episode_frag_ratio_pct", *r.EpisodeFragRatio,
 			"episode_pending_gpus_placed", *r.EpisodePendingGPUs, "episode_migrations", *r.EpisodeMigrations)
 	}
+	if r.EpisodeAvgJCT != nil {
+		args = append(args, "episodes", r.Episodes, "episodic_return", *r.EpisodicReturn, "episode_avg_jct_h", *r.EpisodeAvgJCT, "episode_makespan_h", *r.EpisodeMakespan)
+	}
 	if r.ExplainedVar != nil {
 		args = append(args, "explained_variance", *r.ExplainedVar)
+	}
+	if r.HeldOutAvgJCT != nil {
+		args = append(args, "held_out_avg_jct_h", *r.HeldOutAvgJCT, "held_out_makespan_h", *r.HeldOutMakespan, "held_out_cost_h", *r.HeldOutMAIFSCost)
 	}
 	if r.HeldOut != nil {
 		args = append(args, "held_out_alloc_gpu_pct", *r.HeldOut)

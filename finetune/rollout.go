@@ -32,6 +32,9 @@ type episodeEnd struct {
 	FragRatioPct float64 // fragment as a share of idle GPU
 	PendingGPUs  float64 // pending GPU work placeable
 	Migrations   int
+
+	maifs                      bool
+	AvgJCTHours, MakespanHours float64 // of the episode's jobs (maifs)
 }
 
 // pool steps environment copies on a fixed number of goroutines.

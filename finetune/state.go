@@ -14,6 +14,8 @@ import (
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/nn"
+	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/ts"
 )
 
 // Files of a resumable checkpoint besides model.ot and manifest.json.
@@ -113,6 +115,30 @@ func latestCheckpoint(out string) (string, error) {
 	return "", nil
 }
 
+// readState reads a checkpoint folder's run state.
+func readState(dir string, st *runState) error {
+	data, err := os.ReadFile(filepath.Join(dir, stateFile))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, st); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
+	}
+	return nil
+}
+
+// restoreAdam loads a checkpoint folder's optimiser state into opt.
+func restoreAdam(dir string, opt *nn.Adam, dev gotch.Device) error {
+	saved, err := ts.LoadMultiWithDevice(filepath.Join(dir, optimFile), dev)
+	if err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, optimFile), err)
+	}
+	if err := opt.Restore(saved); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, optimFile), err)
+	}
+	return nil
+}
+
 // resume continues the run in out from its newest checkpoint, if any: weights and optimiser
 // into m and opt, episodes rebuilt in pl by replaying their actions, the run record cut back
 // to the checkpoint. With no checkpoint it returns a zero state and a nil PCG.
@@ -123,12 +149,8 @@ func resume(out string, m *models, opt *nn.Adam, pl *pool) (*recorder, runState,
 		rec, err2 := openRecord(out, 0)
 		return rec, st, nil, errors.Join(err, err2)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, stateFile))
-	if err != nil {
+	if err := readState(dir, &st); err != nil {
 		return nil, st, nil, err
-	}
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, st, nil, fmt.Errorf("%s: %w", filepath.Join(dir, stateFile), err)
 	}
 	if len(st.Slots) != len(pl.slots) {
 		return nil, st, nil, fmt.Errorf("%s: %d environment copies, finetune.num_envs is %d", dir, len(st.Slots), len(pl.slots))

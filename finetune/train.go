@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
@@ -55,8 +56,13 @@ type Result struct {
 	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
 	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
 	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
-	Resumed     bool         `json:"resumed"`
-	Complete    bool         `json:"complete"`
+	// StartMAIFS, FinalMAIFS and BestMAIFS are a maifs run's held-out checks (BestUpdate's
+	// network is in Dir/BestDir unless it is the start's).
+	StartMAIFS *maifsHeld `json:"start_maifs,omitempty"`
+	FinalMAIFS *maifsHeld `json:"final_maifs,omitempty"`
+	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
+	Resumed    bool       `json:"resumed"`
+	Complete   bool       `json:"complete"`
 }
 
 // Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
@@ -67,30 +73,51 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	// Grad mode is per OS thread in libtorch; keep every tensor call on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	t, err := newTrainer(cfg, o)
+	var t loop
+	var err error
+	if cfg.Finetune.Env == env.MAIFSName {
+		t, err = newMAIFSTrainer(cfg, o)
+	} else {
+		t, err = newTrainer(cfg, o)
+	}
 	if err != nil {
 		return Result{Dir: cfg.Finetune.Out}, err
 	}
-	defer t.rec.close()
+	defer t.close()
 	if err := t.begin(); err != nil {
-		return t.res, err
+		return Result{Dir: cfg.Finetune.Out}, err
 	}
-	bar := t.progressBar(o.Bar)
-	for done := 0; t.st.Update < t.updates; done++ {
-		if err := ctx.Err(); err != nil {
-			return t.res, err
-		}
-		if o.StopAfter > 0 && done == o.StopAfter {
+	bar := progressBar(o.Bar, t)
+	for done := 0; ; done++ {
+		update, updates, _, steps := t.progress()
+		if update >= updates || (o.StopAfter > 0 && done == o.StopAfter) {
 			break
 		}
+		if err := ctx.Err(); err != nil {
+			return Result{Dir: cfg.Finetune.Out}, err
+		}
 		if err := t.step(); err != nil {
-			return t.res, err
+			return Result{Dir: cfg.Finetune.Out}, err
 		}
 		if bar != nil {
-			_ = bar.Set64(t.st.EnvSteps)
+			_, _, _, steps = t.progress()
+			_ = bar.Set64(steps)
 		}
 	}
 	return t.result()
+}
+
+// loop is a run in progress, one per environment family: the single-agent trainer below
+// (placement, defrag, defrag-online) or the multi-agent one (maifs.go).
+type loop interface {
+	// begin evaluates the start network once per run.
+	begin() error
+	// step is one update.
+	step() error
+	// progress is the updates done and budgeted, the env steps per update and done.
+	progress() (update, updates, perUpdate int, envSteps int64)
+	result() (Result, error)
+	close()
 }
 
 // trainer is one run in progress: the episode source, the networks and their optimiser, the
@@ -187,16 +214,23 @@ func (t *trainer) begin() error {
 	return nil
 }
 
-func (t *trainer) progressBar(w io.Writer) *progressbar.ProgressBar {
+func progressBar(w io.Writer, t loop) *progressbar.ProgressBar {
 	if w == nil {
 		return nil
 	}
-	bar := progressbar.NewOptions64(int64(t.updates*t.perUpdate), progressbar.OptionSetWriter(w),
+	_, updates, perUpdate, steps := t.progress()
+	bar := progressbar.NewOptions64(int64(updates*perUpdate), progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("finetune"), progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"))
-	_ = bar.Set64(t.st.EnvSteps)
+	_ = bar.Set64(steps)
 	return bar
 }
+
+func (t *trainer) progress() (update, updates, perUpdate int, envSteps int64) {
+	return t.st.Update, t.updates, t.perUpdate, t.st.EnvSteps
+}
+
+func (t *trainer) close() { t.rec.close() }
 
 // step is one update: schedule, rollout, update, evaluate-and-keep-best (on evaluation
 // updates), the run record's line, checkpoint.
@@ -204,7 +238,7 @@ func (t *trainer) step() error {
 	// libtorch's generator restarts from a known point every update, so a resumed run
 	// draws what an uninterrupted one would (PPO itself samples with the Go PCG).
 	nn.Seed(t.cfg.Seed*1_000_003 + int64(t.st.Update))
-	lr, kl := t.schedule()
+	lr, kl := schedule(t.cfg.Finetune, t.st.Update, t.updates, t.m.ref != nil)
 	t0 := time.Now()
 	if err := t.rollout(); err != nil {
 		return err
@@ -243,12 +277,11 @@ func (t *trainer) step() error {
 // last reports whether the update just finished is the budget's last.
 func (t *trainer) last() bool { return t.st.Update == t.updates }
 
-// schedule is this update's learning rate and KL coefficient: the learning rate annealed
-// linearly to 0 (anneal_lr), the KL penalty decaying linearly to 0 over the first kl_decay of
-// the updates, and off without a pretrained reference.
-func (t *trainer) schedule() (lr, kl float64) {
-	fc := t.cfg.Finetune
-	frac := float64(t.st.Update) / float64(t.updates)
+// schedule is update's learning rate and KL coefficient: the learning rate annealed linearly
+// to 0 (anneal_lr), the KL penalty decaying linearly to 0 over the first kl_decay of the
+// updates, and off without a pretrained reference.
+func schedule(fc config.FinetuneConfig, update, updates int, haveRef bool) (lr, kl float64) {
+	frac := float64(update) / float64(updates)
 	lr = fc.LR
 	if fc.AnnealLR {
 		lr *= 1 - frac
@@ -257,7 +290,7 @@ func (t *trainer) schedule() (lr, kl float64) {
 	if fc.KLDecay > 0 {
 		kl *= math.Max(0, 1-frac/fc.KLDecay)
 	}
-	if t.m.ref == nil {
+	if !haveRef {
 		kl = 0
 	}
 	return lr, kl

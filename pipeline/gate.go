@@ -8,17 +8,23 @@ import (
 )
 
 // Gate is the champion gate: a candidate takes the alias only when, on every configured
-// workload, its metric beats each baseline's and the current champion's by more than Margin:
-// exceeds them, or with LowerIsBetter (a JCT, a queueing delay) falls below them. With Paired
-// the margin must hold at the low end of the 95% interval of the seed-by-seed gain, so a win
-// that is only the noise of a few workloads is refused.
+// workload and for every one of its metrics, it beats each baseline and the current champion
+// by more than Margin: exceeds them, or for a LowerIsBetter measure (a JCT, a makespan, a
+// queueing delay) falls below them. With Paired the margin must hold at the low end of the 95%
+// interval of the seed-by-seed gain, so a win that is only the noise of a few workloads is
+// refused.
 type Gate struct {
-	Metric        string
+	Metrics   []Measure
+	Margin    float64
+	Paired    bool
+	Workloads []string
+	Baselines []string
+}
+
+// Measure is one metric the gate compares and which way is better.
+type Measure struct {
+	Name          string
 	LowerIsBetter bool
-	Margin        float64
-	Paired        bool
-	Workloads     []string
-	Baselines     []string
 }
 
 // Scores holds one metric per policy and workload, seed by seed: Scores[policy][workload][i]
@@ -27,6 +33,7 @@ type Scores map[string]map[string][]float64
 
 // Comparison is one candidate-versus-opponent check of a gate decision.
 type Comparison struct {
+	Metric    string  `json:"metric"`
 	Workload  string  `json:"workload"`
 	Against   string  `json:"against"`
 	Candidate float64 `json:"candidate"` // mean over seeds
@@ -45,38 +52,40 @@ type Decision struct {
 }
 
 // Decide compares candidate against the baselines and, when champion is not empty, the current
-// champion. A score missing for any policy on a configured workload refuses promotion (it
-// cannot be shown to win), naming what is missing.
-func (g Gate) Decide(scores Scores, candidate, champion string) Decision {
+// champion, on scores[metric] for each of the gate's metrics. A score missing for any policy on
+// a configured workload refuses promotion (it cannot be shown to win), naming what is missing.
+func (g Gate) Decide(scores map[string]Scores, candidate, champion string) Decision {
 	opponents := append([]string{}, g.Baselines...)
 	if champion != "" {
 		opponents = append(opponents, champion)
 	}
 	var d Decision
 	var missing, lost []string
-	for _, w := range g.Workloads {
-		c, ok := scores[candidate][w]
-		if !ok || len(c) == 0 {
-			missing = append(missing, fmt.Sprintf("%s on %s", candidate, w))
-			continue
-		}
-		for _, o := range opponents {
-			v, ok := scores[o][w]
-			if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
-				missing = append(missing, fmt.Sprintf("%s on %s", o, w))
+	for _, m := range g.Metrics {
+		for _, w := range g.Workloads {
+			c, ok := scores[m.Name][candidate][w]
+			if !ok || len(c) == 0 {
+				missing = append(missing, fmt.Sprintf("%s of %s on %s", m.Name, candidate, w))
 				continue
 			}
-			cmp := g.compare(c, v)
-			cmp.Workload, cmp.Against = w, o
-			d.Comparisons = append(d.Comparisons, cmp)
-			if !cmp.Pass {
-				lost = append(lost, cmp.describe(g.Metric))
+			for _, o := range opponents {
+				v, ok := scores[m.Name][o][w]
+				if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
+					missing = append(missing, fmt.Sprintf("%s of %s on %s", m.Name, o, w))
+					continue
+				}
+				cmp := g.compare(m, c, v)
+				cmp.Metric, cmp.Workload, cmp.Against = m.Name, w, o
+				d.Comparisons = append(d.Comparisons, cmp)
+				if !cmp.Pass {
+					lost = append(lost, cmp.describe())
+				}
 			}
 		}
 	}
 	switch {
 	case len(missing) > 0:
-		d.Reason = "no " + g.Metric + " for " + strings.Join(missing, ", ")
+		d.Reason = "no score: " + strings.Join(missing, ", ")
 	case len(lost) > 0:
 		d.Reason = fmt.Sprintf("does not beat by more than %g%s: %s", g.Margin, g.how(), strings.Join(lost, "; "))
 	default:
@@ -85,15 +94,15 @@ func (g Gate) Decide(scores Scores, candidate, champion string) Decision {
 		if champion == "" {
 			against += " (no current champion)"
 		}
-		d.Reason = fmt.Sprintf("beats %s by more than %g%s %s on %s", against, g.Margin, g.how(), g.metricName(), strings.Join(g.Workloads, ", "))
+		d.Reason = fmt.Sprintf("beats %s by more than %g%s on %s on %s", against, g.Margin, g.how(), g.metricNames(), strings.Join(g.Workloads, ", "))
 	}
 	return d
 }
 
-func (g Gate) compare(c, v []float64) Comparison {
+func (g Gate) compare(m Measure, c, v []float64) Comparison {
 	cmp := Comparison{Candidate: eval.Summarize(c).Mean, Other: eval.Summarize(v).Mean}
 	better, worse := c, v // the gain is better − worse, seed by seed
-	if g.LowerIsBetter {
+	if m.LowerIsBetter {
 		better, worse = v, c
 	}
 	if !g.Paired {
@@ -106,11 +115,17 @@ func (g Gate) compare(c, v []float64) Comparison {
 	return cmp
 }
 
-func (g Gate) metricName() string {
-	if g.LowerIsBetter {
-		return g.Metric + " (lower is better)"
+// metricNames lists the gate's metrics for its reason: "avg_jct_s (lower is better) and
+// makespan_s (lower is better)".
+func (g Gate) metricNames() string {
+	names := make([]string, len(g.Metrics))
+	for i, m := range g.Metrics {
+		names[i] = m.Name
+		if m.LowerIsBetter {
+			names[i] += " (lower is better)"
+		}
 	}
-	return g.Metric
+	return strings.Join(names, " and ")
 }
 
 func (g Gate) how() string {
@@ -120,8 +135,8 @@ func (g Gate) how() string {
 	return ""
 }
 
-func (c Comparison) describe(metric string) string {
-	s := fmt.Sprintf("%s %.3f vs %s %.3f on %s", metric, c.Candidate, c.Against, c.Other, c.Workload)
+func (c Comparison) describe() string {
+	s := fmt.Sprintf("%s %.3f vs %s %.3f on %s", c.Metric, c.Candidate, c.Against, c.Other, c.Workload)
 	if c.GainLow != nil {
 		s += fmt.Sprintf(" (the gain's 95%% interval starts at %+.3f)", *c.GainLow)
 	}

@@ -5,8 +5,10 @@ import (
 	"testing"
 )
 
+var alloc = []Measure{{Name: "alloc_gpu_pct_130"}}
+
 func TestGateDecide(t *testing.T) {
-	g := Gate{Metric: "alloc_gpu_pct_130", Margin: 0.5, Workloads: []string{"default", "gpushare40"}, Baselines: []string{"fgd"}}
+	g := Gate{Metrics: alloc, Margin: 0.5, Workloads: []string{"default", "gpushare40"}, Baselines: []string{"fgd"}}
 	scores := Scores{
 		"fgd":   {"default": {95.0}, "gpushare40": {90.0}},
 		"champ": {"default": {95.8}, "gpushare40": {91.0}},
@@ -23,12 +25,12 @@ func TestGateDecide(t *testing.T) {
 		{"first champion", "champ", "", true, "(no current champion)"},
 		{"margin is strict", "close", "", false, "alloc_gpu_pct_130 95.500 vs fgd 95.000 on default"},
 		{"loses to the champion", "champ", "new", false, "vs new 96.500 on default"},
-		{"missing workload", "half", "", false, "no alloc_gpu_pct_130 for half on gpushare40"},
-		{"missing champion scores", "new", "ghost", false, "ghost on default, ghost on gpushare40"},
+		{"missing workload", "half", "", false, "no score: alloc_gpu_pct_130 of half on gpushare40"},
+		{"missing champion scores", "new", "ghost", false, "alloc_gpu_pct_130 of ghost on default, alloc_gpu_pct_130 of ghost on gpushare40"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := g.Decide(scores, tc.candidate, tc.champion)
+			d := g.Decide(map[string]Scores{g.Metrics[0].Name: scores}, tc.candidate, tc.champion)
 			if d.Promote != tc.promote || !strings.Contains(d.Reason, tc.reason) {
 				t.Errorf("promote=%v reason=%q, want %v containing %q", d.Promote, d.Reason, tc.promote, tc.reason)
 			}
@@ -55,20 +57,20 @@ func TestGatePaired(t *testing.T) {
 		{"steady gain, paired", "steady", true, true, "(95% paired, seed by seed)"},
 		{"one lucky workload, mean gate", "lucky", false, true, "beats fgd"},
 		{"one lucky workload, paired", "lucky", true, false, "the gain's 95% interval starts at -"},
-		{"different seeds", "short", true, false, "no alloc_gpu_pct_130 for fgd on default"},
+		{"different seeds", "short", true, false, "no score: alloc_gpu_pct_130 of fgd on default"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g := Gate{Metric: "alloc_gpu_pct_130", Paired: tc.paired, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
-			d := g.Decide(scores, tc.candidate, "")
+			g := Gate{Metrics: alloc, Paired: tc.paired, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
+			d := g.Decide(map[string]Scores{g.Metrics[0].Name: scores}, tc.candidate, "")
 			if d.Promote != tc.promote || !strings.Contains(d.Reason, tc.reason) {
 				t.Errorf("promote=%v reason=%q, want %v containing %q", d.Promote, d.Reason, tc.promote, tc.reason)
 			}
 		})
 	}
 	one := Scores{"fgd": {"default": {95.0}}, "one": {"default": {96.0}}}
-	g := Gate{Metric: "alloc_gpu_pct_130", Paired: true, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
-	if d := g.Decide(one, "one", ""); d.Promote || d.Comparisons[0].GainLow == nil {
+	g := Gate{Metrics: alloc, Paired: true, Workloads: []string{"default"}, Baselines: []string{"fgd"}}
+	if d := g.Decide(map[string]Scores{"alloc_gpu_pct_130": one}, "one", ""); d.Promote || d.Comparisons[0].GainLow == nil {
 		t.Errorf("one seed promoted by the paired gate: %+v", d)
 	}
 }
@@ -81,17 +83,50 @@ func TestGateLowerIsBetter(t *testing.T) {
 		"faster": {"gen": {45, 54, 50, 64}},
 		"slower": {"gen": {52, 63, 57, 73}},
 	}
-	g := Gate{Metric: "avg_jct_s", LowerIsBetter: true, Paired: true, Workloads: []string{"gen"}, Baselines: []string{"srtf"}}
-	if d := g.Decide(scores, "faster", ""); !d.Promote || !strings.Contains(d.Reason, "avg_jct_s (lower is better)") {
+	g := Gate{Metrics: []Measure{{"avg_jct_s", true}}, Paired: true, Workloads: []string{"gen"}, Baselines: []string{"srtf"}}
+	if d := g.Decide(map[string]Scores{g.Metrics[0].Name: scores}, "faster", ""); !d.Promote || !strings.Contains(d.Reason, "avg_jct_s (lower is better)") {
 		t.Errorf("faster: %+v", d)
 	} else if low := *d.Comparisons[0].GainLow; !(low > 0 && low < 6) {
 		t.Errorf("faster: gain interval starts at %v, want in (0, 6)", low)
 	}
-	if d := g.Decide(scores, "slower", ""); d.Promote {
+	if d := g.Decide(map[string]Scores{g.Metrics[0].Name: scores}, "slower", ""); d.Promote {
 		t.Errorf("slower promoted: %+v", d)
 	}
 	g.Paired = false
-	if d := g.Decide(scores, "slower", ""); d.Promote {
+	if d := g.Decide(map[string]Scores{g.Metrics[0].Name: scores}, "slower", ""); d.Promote {
 		t.Errorf("slower promoted by the mean gate: %+v", d)
+	}
+}
+
+// A gate on two metrics promotes only a candidate that wins on both, and names the metric it
+// loses on: lower avg JCT with a longer makespan is refused.
+func TestGateTwoMetrics(t *testing.T) {
+	g := Gate{Metrics: []Measure{{"avg_jct_s", true}, {"makespan_s", true}}, Paired: true, Workloads: []string{"gen"}, Baselines: []string{"srtf"}}
+	scores := map[string]Scores{
+		"avg_jct_s": {
+			"srtf": {"gen": {50, 60, 55, 70}},
+			"both": {"gen": {45, 54, 50, 64}},
+			"jct":  {"gen": {45, 54, 50, 64}},
+		},
+		"makespan_s": {
+			"srtf": {"gen": {500, 600, 550, 700}},
+			"both": {"gen": {490, 590, 540, 690}},
+			"jct":  {"gen": {510, 610, 560, 710}},
+		},
+	}
+	d := g.Decide(scores, "both", "")
+	if !d.Promote || len(d.Comparisons) != 2 || !strings.Contains(d.Reason, "avg_jct_s (lower is better) and makespan_s (lower is better)") {
+		t.Errorf("both: %+v", d)
+	}
+	d = g.Decide(scores, "jct", "")
+	if d.Promote || !strings.Contains(d.Reason, "makespan_s 597.500 vs srtf 587.500 on gen") || strings.Contains(d.Reason, "avg_jct_s 53") {
+		t.Errorf("jct: %+v", d)
+	}
+	if d.Comparisons[0].Metric != "avg_jct_s" || !d.Comparisons[0].Pass || d.Comparisons[1].Metric != "makespan_s" || d.Comparisons[1].Pass {
+		t.Errorf("jct comparisons: %+v", d.Comparisons)
+	}
+	delete(scores["makespan_s"], "both")
+	if d := g.Decide(scores, "both", ""); d.Promote || !strings.Contains(d.Reason, "no score: makespan_s of both on gen") {
+		t.Errorf("missing makespan: %+v", d)
 	}
 }

@@ -71,7 +71,7 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	}
 	f := cmd.Flags()
 	f.StringVar(&logs, "logs", "", "glob of decision logs, e.g. 'runs/logs/*.jsonl'")
-	f.StringVar(&envName, "env", "placement", "environment: placement, or defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section)")
+	f.StringVar(&envName, "env", "placement", "environment: placement, defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section), or maifs (logs of schedrl jobs --servers-gpus N --log; validation = the logs of maifs.val_seeds)")
 	f.StringVar(&out, "out", "", "dataset directory to write")
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")
@@ -92,6 +92,9 @@ func runDatasetsBuild(_ context.Context, opts *datasetsBuildOptions) error {
 	if dc.Logs == "" || dc.Out == "" {
 		return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
 	}
+	if dc.Env == env.MAIFSName {
+		return buildMAIFSDataset(cfg)
+	}
 	m, stats, err := datasets.Build(datasets.BuildOptions{
 		Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: dc.Nodes,
 		ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
@@ -107,6 +110,26 @@ func runDatasetsBuild(_ context.Context, opts *datasetsBuildOptions) error {
 		"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
 		"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
 		"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
+	return nil
+}
+
+// buildMAIFSDataset builds a multi-agent dataset from the fungible world's logs with the maifs
+// section: validation is the logs of maifs.val_seeds, every maifs.every-th round is kept.
+func buildMAIFSDataset(cfg config.Config) error {
+	dc := cfg.Datasets
+	if err := cfg.MAIFS.Validate(); err != nil {
+		return fmt.Errorf("datasets: maifs.%w", err)
+	}
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, dc.Logs, dc.Out, dc.Force)
+	if err != nil {
+		return fmt.Errorf("datasets: %w", err)
+	}
+	m, stats, err := datasets.BuildMAIFS(o)
+	if err != nil {
+		return fmt.Errorf("datasets: %w", err)
+	}
+	slog.Info("datasets: built", "out", dc.Out, "env", env.MAIFSName, "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
+		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
 	return nil
 }
 

@@ -39,11 +39,14 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"or registry references MODEL@VERSION|ALIAS. Traces: openb short names (default,\n" +
 			"gpushare40, ...) or CSV paths. Flags override the config's eval section.\n" +
 			"--timed jobs|fungible|tasks|defrag-online evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
-			"policies are then what `schedrl jobs --policy` takes (tasks: placers; defrag-online: none, online\n" +
+			"policies are then what `schedrl jobs --policy` takes (fungible: RULE/ORDER, queue policies, Gavel's LPs and\n" +
+			"multi-agent checkpoints ckpt:DIR or MODEL@ALIAS, #graph-free for their decoder without the coordination graph;\n" +
+			"tasks: placers; defrag-online: none, online\n" +
 			"defrag methods or defrag checkpoints on the defrag_online section's timelines), traces Gavel trace files\n" +
 			"(tasks, defrag-online: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
 		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
-			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs",
+			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs\n" +
+			"  schedrl eval --timed fungible --servers-gpus 8 --policies synergy-tune/srtf,srtf,ckpt:runs/maifs/bc --baseline synergy-tune/srtf --generate jobs=300,lam=1200,multigpu --seeds 49-58 --out runs/eval-maifs",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -146,8 +149,10 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	defer cleanup()
 	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
 	defer cleanupDefrag()
+	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
+	defer cleanupMAIFS()
 	evalOpts := eval.Options{Resolve: resolve, ResolveDefrag: resolveDefrag, DefragOnline: &cfg.DefragOnline,
-		Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+		ResolveFungible: resolveMAIFS, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
 	if ec.Timed.Kind != "" {
 		m, err := eval.RunTimed(ctx, ec, evalOpts)
 		if err != nil {

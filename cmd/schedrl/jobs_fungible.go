@@ -100,9 +100,23 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		}
 		cfg.Policy, ruleName = mp, "maifs"
 	}
+	var rec *fungible.RoundLog
+	if opts.Openb.Log != "" {
+		rec = fungible.Record(&cfg)
+	}
 	res, err := fungible.Run(cluster, m, work, cfg)
 	if err != nil {
 		return fmt.Errorf("jobs: %s: %w", workload, err)
+	}
+	if rec != nil {
+		h := fungible.LogHeader{Cluster: opts.Cluster, ServerGPUs: serverGPUs, Servers: fungible.LogServers(cluster), RoundS: opts.Round,
+			Rule: ruleName, Order: orderName, Workload: workload, Seed: opts.Seed, Jobs: fungible.LogJobs(work)}
+		if ruleName == "gavel-lp" { // the LP orders nothing: it is the deciding policy
+			h.Rule, h.Order = orderName, ""
+		}
+		if err := fungible.WriteLogFile(opts.Openb.Log, h, fungibleFiles(opts), rec.Rounds, res); err != nil {
+			return fmt.Errorf("jobs: --log: %w", err)
+		}
 	}
 	s := fungibleSummary{Workload: workload, Policy: policy, Rule: ruleName, Order: orderName, Cluster: opts.Cluster, ServerGPUs: serverGPUs,
 		Seed: opts.Seed, RoundS: opts.Round, Jobs: len(work), AvgJCT: res.AvgJCT, P95JCT: res.P95JCT, Makespan: res.Makespan,
@@ -118,6 +132,11 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	_, err = fmt.Fprintf(w, "%s (rule %s, order %s) on %s in %d-GPU servers (round %g s): %d jobs, avg JCT %.0f s (%.2f h), p95 JCT %.0f s, makespan %.0f s, utilization %.3f, %d rounds, %.2f s\n",
 		s.Policy, s.Rule, s.Order, s.Cluster, s.ServerGPUs, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.P95JCT, s.Makespan, s.Utilization, s.Rounds, s.WallSeconds)
 	return err
+}
+
+// fungibleFiles are the data files a fungible run reads, for its log's header.
+func fungibleFiles(opts *jobsOptions) map[string]string {
+	return map[string]string{"throughputs": opts.Throughputs, "profiles": opts.Fungible.Profiles, "mapping": opts.Fungible.Mapping}
 }
 
 // refuseInFungible names the flags of the GPU-type and openb worlds the fungible world has no use for.

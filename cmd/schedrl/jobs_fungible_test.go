@@ -5,11 +5,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/datasets"
+	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 )
 
@@ -142,5 +146,91 @@ func TestRunJobsGeneratedInTheGPUTypeWorld(t *testing.T) {
 	}
 	if s.Trace != "generate:jobs=30,lam=600" || s.Jobs != 30 || len(s.JCT) != 30 || !(s.AvgJCT > 0) {
 		t.Fatalf("summary %+v", s)
+	}
+}
+
+// `schedrl jobs --servers-gpus 8 --log FILE` writes the fungible world's decision log: the same
+// seed the same bytes, the header names the data files' digests, no server is over capacity at
+// any round, and a run that fails writes nothing.
+func TestRunJobsFungibleLog(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, policy, order string, seed uint64) ([]byte, error) {
+		opts := fungibleJobsOptions(policy)
+		opts.Cluster, opts.Fungible.Generate, opts.Fungible.Order, opts.Seed = "8:8:8", "jobs=30,lam=400,multigpu", order, seed
+		opts.Openb.Log, opts.Out = filepath.Join(dir, name), &bytes.Buffer{}
+		if err := runJobs(context.Background(), opts); err != nil {
+			return nil, err
+		}
+		return os.ReadFile(opts.Openb.Log)
+	}
+	a, err := write("a.jsonl", "synergy-tune", "srtf", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := write("b.jsonl", "synergy-tune", "srtf", 3)
+	if err != nil || !bytes.Equal(a, b) {
+		t.Fatalf("the same seed wrote different logs (%v)", err)
+	}
+	lg, err := fungible.ReadLog(bytes.NewReader(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lg.Check(); err != nil {
+		t.Fatal(err)
+	}
+	h := lg.Header
+	if h.Rule != "synergy-tune" || h.Order != "srtf" || h.Seed != 3 || len(h.Jobs) != 30 || len(h.Files) != 3 || len(h.Files[0].SHA256) != 64 {
+		t.Fatalf("header %+v", h)
+	}
+	lp, err := write("lp.jsonl", "max_min_fairness_packed", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, err := fungible.ReadLog(bytes.NewReader(lp)); err != nil || lg.Header.Rule != "max_min_fairness_packed" || lg.Header.Order != "" || lg.Check() != nil {
+		t.Fatalf("LP log: %v", err)
+	}
+	if _, err := write("bad.jsonl", "synergy-tune", "lifo", 3); err == nil {
+		t.Fatal("an unknown order ran")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "bad.jsonl")); !os.IsNotExist(err) {
+		t.Fatalf("a failed run left its log: %v", err)
+	}
+}
+
+// `schedrl datasets build --env maifs` turns the logs of `schedrl jobs --servers-gpus 8 --log`
+// into a multi-agent dataset with the maifs section: the validation seed's log is the val
+// split; a bad maifs section is refused naming the key, before anything is written.
+func TestDatasetsBuildMAIFSFromJobsLogs(t *testing.T) {
+	logs := t.TempDir()
+	for _, seed := range []uint64{1000, 900} {
+		opts := fungibleJobsOptions("synergy-tune")
+		opts.Cluster, opts.Fungible.Generate, opts.Fungible.Order, opts.Seed = "8:8:8", "jobs=30,lam=400,multigpu", "srtf", seed
+		opts.Openb.Log, opts.Out = filepath.Join(logs, fmt.Sprintf("tune-seed%d.jsonl", seed)), &bytes.Buffer{}
+		if err := runJobs(context.Background(), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := config.Default()
+	m := &cfg.MAIFS
+	m.Cluster, m.Seeds, m.ValSeeds, m.HeldOut, m.Every = "8:8:8", "1000", "900", "49-50", 2
+	m.Throughputs, m.Profiles, m.Mapping = repotest.Data("gavel", "simulation_throughputs.json"), repotest.Data("synergy", "profiles.json"),
+		repotest.Data("fungible", "gavel_synergy_models.csv")
+	cfg.Datasets.Env, cfg.Datasets.Logs, cfg.Datasets.Out = "maifs", filepath.Join(logs, "*.jsonl"), filepath.Join(t.TempDir(), "ds")
+	if err := runDatasetsBuild(context.Background(), &datasetsBuildOptions{Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	man, err := datasets.ReadMAIFSManifest(cfg.Datasets.Out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if man.Splits[datasets.SplitTrain].Points == 0 || man.Splits[datasets.SplitVal].Points == 0 || man.Cluster != "8:8:8" {
+		t.Fatalf("manifest %+v", man)
+	}
+	cfg.MAIFS.Every, cfg.Datasets.Out = 0, filepath.Join(t.TempDir(), "bad")
+	if err := runDatasetsBuild(context.Background(), &datasetsBuildOptions{Config: cfg}); err == nil || !strings.Contains(err.Error(), "maifs.every") {
+		t.Fatalf("maifs.every 0: %v", err)
+	}
+	if _, err := os.Stat(cfg.Datasets.Out); !os.IsNotExist(err) {
+		t.Fatalf("a refused build wrote %s", cfg.Datasets.Out)
 	}
 }

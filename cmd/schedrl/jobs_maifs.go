@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/schedrl/schedrl/env"
@@ -30,41 +29,68 @@ func isLearnedPolicy(policy string) bool {
 // into a temporary directory, which cleanup removes) and runs it as the fungible world's
 // round policy, with the environment options it was trained with.
 func maifsPolicy(cfg config.Config, ref string, c fungible.Cluster, m fungible.SpeedModel, decode string) (*env.MAIFSPolicy, func(), error) {
-	cleanup := func() {}
-	switch decode {
-	case "", "ordered", "graph-free":
-	default:
-		return nil, cleanup, fmt.Errorf("jobs: --maifs-decode %q, want one of %s", decode, strings.Join(maifsDecodes, ", "))
-	}
+	pull := &refPuller{cfg: cfg, log: slog.Default()}
 	r, err := eval.ParsePolicyRef(ref)
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("jobs: --policy: %w", err)
+		return nil, pull.cleanup, fmt.Errorf("jobs: --policy: %w", err)
 	}
-	dir := r.Dir
-	if r.Kind == eval.Registry {
-		tmp, err := os.MkdirTemp("", "schedrl-jobs-pull-")
-		if err != nil {
-			return nil, cleanup, err
-		}
-		cleanup = func() { os.RemoveAll(tmp) }
-		dir = filepath.Join(tmp, r.Name+"@"+r.Tag)
-		if err := pullVersion(cfg, r, dir, slog.Default()); err != nil {
-			return nil, cleanup, err
-		}
+	dir, err := pull.dir(r)
+	if err != nil {
+		return nil, pull.cleanup, err
+	}
+	p, err := loadMAIFS(cfg, dir, c, m, decode)
+	if err != nil {
+		return nil, pull.cleanup, fmt.Errorf("jobs: policy %q: %w", ref, err)
+	}
+	return p, pull.cleanup, nil
+}
+
+// loadMAIFS is the checkpoint in dir as a round policy over c and m with the decoder decode.
+func loadMAIFS(cfg config.Config, dir string, c fungible.Cluster, m fungible.SpeedModel, decode string) (*env.MAIFSPolicy, error) {
+	if decode != "" && !slices.Contains(maifsDecodes, decode) {
+		return nil, fmt.Errorf("decoder %q, want one of %s", decode, strings.Join(maifsDecodes, ", "))
 	}
 	dev, err := nn.Device(cfg.Device)
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("jobs: policy %q: %w", ref, err)
+		return nil, err
 	}
 	net, _, err := nn.LoadMAIFS(dir, dev)
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("jobs: policy %q: %w", ref, err)
+		return nil, err
 	}
 	e, err := env.NewMAIFS(c, m, net.Arch.Options)
 	if err != nil {
-		return nil, cleanup, fmt.Errorf("jobs: policy %q: %w", ref, err)
+		return nil, err
 	}
-	return &env.MAIFSPolicy{Env: e, Scorer: nn.MAIFSScorer{Net: net, Dev: dev}, Uncoordinated: decode == "graph-free"}, cleanup, nil
+	return &env.MAIFSPolicy{Env: e, Scorer: nn.MAIFSScorer{Net: net, Dev: dev}, Uncoordinated: decode == "graph-free"}, nil
+}
+
+// maifsResolver resolves the fungible eval's multi-agent checkpoints and registry references
+// (pulled once into a temporary directory, which cleanup removes): each reference is loaded
+// once before any run, so a bad one fails first, and again for every run, which keeps its own
+// network and decision counts.
+func maifsResolver(cfg config.Config, log *slog.Logger) (eval.FungibleResolver, func()) {
+	// Eval already runs one simulation per core; libtorch threads on top would only contend.
+	if cfg.Device.Threads == 0 && cfg.Eval.Parallelism != 1 {
+		cfg.Device.Threads = 1
+	}
+	pull := &refPuller{cfg: cfg, log: log}
+	return func(ref eval.PolicyRef, decode string, c fungible.Cluster, m fungible.SpeedModel) (eval.FungibleFactory, error) {
+		dir, err := pull.dir(ref)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := loadMAIFS(cfg, dir, c, m, decode); err != nil {
+			return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+		}
+		return func() (fungible.RoundPolicy, error) {
+			p, err := loadMAIFS(cfg, dir, c, m, decode)
+			if err != nil {
+				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
+			}
+			return p, nil
+		}, nil
+	}, pull.cleanup
 }
 
 // pullVersion pulls a registry reference's version into dest, within registry.deadline.

@@ -55,7 +55,7 @@ func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "openb traces: seconds from the start left out of the measures")
 	f.Float64Var(&o.Duration, "duration", o.Duration, "openb traces: seconds of Poisson arrivals (or --tasks)")
 	f.IntVar(&o.Count, "tasks", o.Count, "openb traces: number of Poisson arrivals (or --duration)")
-	f.StringVar(&o.Log, "log", "", "write the version-2 decision log here (openb and Gavel traces)")
+	f.StringVar(&o.Log, "log", "", "write the decision log here: version 2 for openb and Gavel traces, the fungible world's log of whole allocations with --servers-gpus N (docs/decision-log.md)")
 	f.StringVar(&o.Series, "series", "", "openb traces: write the allocation/queue time series CSV here")
 	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "openb traces: seconds between time-series points")
 }

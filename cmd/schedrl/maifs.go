@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
@@ -81,26 +81,29 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 			if err != nil {
 				return err
 			}
+			if err := opts.fromConfig(&cfg.MAIFS, cmd.Flags()); err != nil {
+				return err
+			}
 			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
 			return runF(cmd.Context(), opts)
 		},
 	}
 	f := cmd.Flags()
 	config.AddFlags(f, "")
-	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
-	f.IntVar(&opts.ServerGPUs, "servers-gpus", fungible.ServerGPUs, "GPUs per server")
-	f.StringArrayVar(&opts.Generate, "generate", []string{"jobs=200,lam=1200,multigpu"}, "training workload, jobs=N,lam=S[,multigpu] (repeatable)")
-	f.StringVar(&opts.Seeds, "seeds", "1000-1007", "training workload seeds")
-	f.StringVar(&opts.ValSeeds, "val-seeds", "900-901", "validation workload seeds")
-	f.StringVar(&opts.Expert, "expert", "synergy-tune", "the expert's fungible rule")
-	f.StringVar(&opts.Order, "order", "srtf", "the expert's job order")
-	f.IntVar(&opts.Every, "every", 2, "keep every N-th decision point")
-	f.StringVar(&opts.Throughputs, "throughputs", filepath.Join("data", "gavel", "simulation_throughputs.json"), "Gavel's throughput table")
-	f.StringVar(&opts.Profiles, "profiles", filepath.Join("data", "synergy", "profiles.json"), "Synergy's CPU and memory profiles")
-	f.StringVar(&opts.Mapping, "synergy-map", filepath.Join("data", "fungible", "gavel_synergy_models.csv"), "Gavel job type to Synergy model table")
-	f.IntVar(&opts.Env.Window, "window", 100, "agents per decision point (oldest first)")
-	f.IntVar(&opts.Env.Partners, "partners", 2, "co-location candidates per agent")
-	f.BoolVar(&opts.Env.FixedDemand, "fixed-demand", false, "ablation: only the requested GPU count at the fair share")
+	f.StringVar(&opts.Cluster, "cluster", "", "GPUs per type, V100:P100:K80 (default: maifs.cluster)")
+	f.IntVar(&opts.ServerGPUs, "servers-gpus", 0, "GPUs per server (default: maifs.servers_gpus)")
+	f.StringArrayVar(&opts.Generate, "generate", nil, "training and validation workload, jobs=N,lam=S[,multigpu] (repeatable; default: maifs.generate)")
+	f.StringVar(&opts.Seeds, "seeds", "", "training workload seeds (default: maifs.seeds)")
+	f.StringVar(&opts.ValSeeds, "val-seeds", "", "validation workload seeds (default: maifs.val_seeds)")
+	f.StringVar(&opts.Expert, "expert", "", "the expert's fungible rule (default: maifs.expert)")
+	f.StringVar(&opts.Order, "order", "", "the expert's job order (default: maifs.order)")
+	f.IntVar(&opts.Every, "every", 0, "keep every N-th decision point (default: maifs.every)")
+	f.StringVar(&opts.Throughputs, "throughputs", "", "Gavel's throughput table (default: maifs.throughputs)")
+	f.StringVar(&opts.Profiles, "profiles", "", "Synergy's CPU and memory profiles (default: maifs.profiles)")
+	f.StringVar(&opts.Mapping, "synergy-map", "", "Gavel job type to Synergy model table (default: maifs.mapping)")
+	f.IntVar(&opts.Env.Window, "window", 0, "agents per decision point, oldest first (default: maifs.window)")
+	f.IntVar(&opts.Env.Partners, "partners", 0, "co-location candidates per agent (default: maifs.partners)")
+	f.BoolVar(&opts.Env.FixedDemand, "fixed-demand", false, "ablation: only the requested GPU count at the fair share (default: maifs.fixed_demand)")
 	f.BoolVar(&opts.NoAttention, "no-agent-attention", false, "ablation: no attention across agents")
 	f.IntVar(&opts.Hidden, "hidden", 64, "embedding width")
 	f.IntVar(&opts.Heads, "heads", 4, "attention heads")
@@ -114,6 +117,30 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 	f.StringVar(&opts.Dataset, "dataset", "", "also write the expert's decision points to this directory (maifs-transitions-v1 Parquet) and train from what it reads back")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	return cmd
+}
+
+// fromConfig applies the set flags to the maifs section, checks it, and takes the world and
+// workloads from it, so one config drives maifs-bc and the PPO fine-tune.
+func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error {
+	for name, apply := range map[string]func(){
+		"cluster": func() { m.Cluster = o.Cluster }, "servers-gpus": func() { m.ServerGPUs = o.ServerGPUs },
+		"generate": func() { m.Generate = o.Generate }, "seeds": func() { m.Seeds = o.Seeds }, "val-seeds": func() { m.ValSeeds = o.ValSeeds },
+		"expert": func() { m.Expert = o.Expert }, "order": func() { m.Order = o.Order }, "every": func() { m.Every = o.Every },
+		"throughputs": func() { m.Throughputs = o.Throughputs }, "profiles": func() { m.Profiles = o.Profiles }, "synergy-map": func() { m.Mapping = o.Mapping },
+		"window": func() { m.Window = o.Env.Window }, "partners": func() { m.Partners = o.Env.Partners }, "fixed-demand": func() { m.FixedDemand = o.Env.FixedDemand },
+	} {
+		if f.Changed(name) {
+			apply()
+		}
+	}
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("maifs-bc: maifs.%w", err)
+	}
+	o.Cluster, o.ServerGPUs, o.Generate, o.Seeds, o.ValSeeds = m.Cluster, m.ServerGPUs, m.Generate, m.Seeds, m.ValSeeds
+	o.Expert, o.Order, o.Every = m.Expert, m.Order, m.Every
+	o.Throughputs, o.Profiles, o.Mapping = m.Throughputs, m.Profiles, m.Mapping
+	o.Env = env.MAIFSOptions{Window: m.Window, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
+	return nil
 }
 
 // maifsSamples runs the expert on every workload of opts with the given seeds.

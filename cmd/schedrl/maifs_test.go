@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 )
@@ -112,30 +114,84 @@ func TestRunJobsMAIFSBadInput(t *testing.T) {
 	}
 }
 
-// maifs-eval pairs every policy with the baseline on the same seeds and prints the table.
-func TestRunMAIFSEval(t *testing.T) {
+// `schedrl eval --timed fungible` runs multi-agent checkpoints (and the graph-free decoder)
+// beside the baselines and Gavel's LPs, pairs them with the baseline on the same seeds on avg JCT
+// and makespan, reports the graph-free conflicts, and measures the checkpoint exactly as
+// `schedrl jobs --policy ckpt:DIR` does on the same seed.
+func TestEvalTimedFungibleRunsCheckpoints(t *testing.T) {
 	dir := maifsBC(t, nil)
 	cfg := config.Default()
 	cfg.Device.Name = "cpu"
+	ec := &cfg.Eval
+	ec.Timed.Kind, ec.Timed.Cluster, ec.Timed.ServersGPUs = "fungible", "8:8:8", "8"
+	ec.Timed.Throughputs = repotest.Data("gavel", "simulation_throughputs.json")
+	ec.Timed.Profiles = repotest.Data("synergy", "profiles.json")
+	ec.Timed.SynergyMap = repotest.Data("fungible", "gavel_synergy_models.csv")
+	ec.Policies = []string{"synergy-tune/srtf", "max_min_fairness_packed", "ckpt:" + dir, "ckpt:" + dir + "#graph-free"}
+	ec.Baseline, ec.Seeds, ec.Parallelism = "synergy-tune/srtf", "49-50", 2
+	ec.Traces = []string{"jobs=30,lam=400,multigpu", repotest.Data("gavel", "traces", "physical_cluster", "small_test.trace")}
+	ec.Out = filepath.Join(t.TempDir(), "eval")
 	var out bytes.Buffer
-	js := filepath.Join(t.TempDir(), "eval.json")
-	opts := &maifsEvalOptions{Out: &out, Config: cfg, Policies: []string{"synergy-tune/srtf", "srtf", "ckpt:" + dir, "ckpt:" + dir + "#graph-free"},
-		Baseline: "synergy-tune/srtf", Cluster: "8:8:8", ServerGPUs: 8, Generate: "jobs=30,lam=400,multigpu", Seeds: "49-50",
-		Traces: []string{repotest.Data("gavel", "traces", "physical_cluster", "small_test.trace")}, Round: 360,
-		Throughputs: repotest.Data("gavel", "simulation_throughputs.json"), Profiles: repotest.Data("synergy", "profiles.json"),
-		Mapping: repotest.Data("fungible", "gavel_synergy_models.csv"), JSON: js}
-	if err := runMAIFSEval(context.Background(), opts); err != nil {
+	if err := runEval(context.Background(), &evalOptions{Out: &out, Config: cfg}); err != nil {
 		t.Fatal(err)
 	}
-	table := out.String()
-	if n := strings.Count(table, "\n"); n != 2+2*4 {
-		t.Fatalf("%d lines, want a header and 8 rows:\n%s", n, table)
+	m, err := eval.ReadTimedMetrics(filepath.Join(ec.Out, "metrics.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !strings.Contains(table, "small_test.trace") || !strings.Contains(table, "#graph-free") {
-		t.Fatalf("table:\n%s", table)
+	ckpt := m.Find("ckpt:"+dir, "jobs=30,lam=400,multigpu")
+	free := m.Find("ckpt:"+dir+"#graph-free", "jobs=30,lam=400,multigpu")
+	if ckpt == nil || free == nil || len(ckpt.PerSeed) != 2 || ckpt.VsBaseline["makespan_s"] == nil || ckpt.VsBaseline["avg_jct_s"].Diff.N != 2 {
+		t.Fatalf("checkpoint rows %+v, %+v", ckpt, free)
 	}
-	opts.Baseline = "fifo"
-	if err := runMAIFSEval(context.Background(), opts); err == nil || !strings.Contains(err.Error(), "--baseline") {
-		t.Fatalf("baseline outside --policies: %v", err)
+	if s := ckpt.PerSeed[0].MAIFS; s == nil || s.Decisions != ckpt.PerSeed[0].Rounds {
+		t.Errorf("decision statistics %+v over %d rounds", s, ckpt.PerSeed[0].Rounds)
+	}
+	md, _ := os.ReadFile(filepath.Join(ec.Out, "report.md"))
+	if !strings.Contains(string(md), "conflicts/decision (graph-free)") || !strings.Contains(string(md), "Workload small_test") {
+		t.Errorf("report.md:\n%s", md)
+	}
+	opts := fungibleJobsOptions("ckpt:" + dir)
+	opts.Config = cfg
+	opts.Cluster, opts.Fungible.Generate, opts.Seed = "8:8:8", "jobs=30,lam=400,multigpu", 49
+	var js bytes.Buffer
+	opts.Out = &js
+	if err := runJobs(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	var s fungibleSummary
+	if err := json.Unmarshal(js.Bytes(), &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := ckpt.PerSeed[0]; got.Makespan != s.Makespan || math.Abs(got.AvgJCT-s.AvgJCT) > 1e-9*s.AvgJCT {
+		t.Errorf("eval seed 49: makespan %v, avg JCT %v; jobs: %v, %v", got.Makespan, got.AvgJCT, s.Makespan, s.AvgJCT)
+	}
+	ec.Policies = []string{"synergy-tune/srtf", "ckpt:" + dir + "#sideways"}
+	ec.Out = filepath.Join(t.TempDir(), "bad")
+	if err := runEval(context.Background(), &evalOptions{Out: &out, Config: cfg}); err == nil || !strings.Contains(err.Error(), `decoder "sideways"`) {
+		t.Fatalf("a bad decoder: %v", err)
+	}
+}
+
+// maifs-bc takes its world and workloads from the maifs section; a set flag overrides its key,
+// and a flag that breaks the section's rules is refused by key.
+func TestMAIFSBCFlagsOverrideConfig(t *testing.T) {
+	cfgPath := writeFile(t, filepath.Join(t.TempDir(), "maifs.yaml"),
+		"maifs:\n  cluster: \"8:8:8\"\n  generate: [\"jobs=20,lam=900\"]\n  seeds: \"1000-1001\"\n  every: 3\n  makespan_weight: 2\n")
+	var got *maifsOptions
+	cmd := newMAIFSCmd(func(_ context.Context, o *maifsOptions) error { got = o; return nil })
+	cmd.SetArgs([]string{"--config", cfgPath, "--seeds", "1005", "--window", "50", "--out", "x"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Cluster != "8:8:8" || got.Seeds != "1005" || got.Every != 3 || got.Env.Window != 50 || got.Env.Partners != 2 ||
+		got.Env.MakespanWeight != 2 || got.ValSeeds != "900" || got.Expert != "synergy-tune" || len(got.Generate) != 1 ||
+		got.Throughputs != filepath.Join("data", "gavel", "simulation_throughputs.json") || got.Config.MAIFS.Seeds != "1005" {
+		t.Fatalf("options %+v", *got)
+	}
+	cmd = newMAIFSCmd(func(context.Context, *maifsOptions) error { return nil })
+	cmd.SetArgs([]string{"--config", cfgPath, "--val-seeds", "50", "--out", "x"})
+	if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "maifs.val_seeds: seed 50 is also in held_out_seeds") {
+		t.Fatalf("held-out validation seed: %v", err)
 	}
 }

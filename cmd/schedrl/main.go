@@ -35,7 +35,6 @@ func newRootCmd() *cobra.Command {
 		newEvalCmd(nil),
 		newJobsCmd(nil),
 		newMAIFSCmd(nil),
-		newMAIFSEvalCmd(nil),
 		newServeCmd(),
 		newDefragCmd(),
 		newRegistryCmd(),

@@ -149,8 +149,9 @@ func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
 func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
 	resolve, cleanupPlacers := policyResolver(cfg, slog.Default())
 	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
-	cleanup := func() { cleanupPlacers(); cleanupDefrag() }
-	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag,
+	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
+	cleanup := func() { cleanupPlacers(); cleanupDefrag(); cleanupMAIFS() }
+	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag, ResolveFungible: resolveMAIFS,
 		Pretrain: pretrainStage, Finetune: finetuneStage})
 	if err == nil {
 		var rev string
@@ -176,6 +177,9 @@ func isTerminal(f *os.File) bool {
 // pretrainStage runs behaviour cloning for the pipeline; pretrain resumes from the state in
 // its output directory by itself.
 func pretrainStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error) {
+	if cfg.Datasets.Env == maifsEnv {
+		return pretrainMAIFS(ctx, cfg, env)
+	}
 	rev, err := pipeline.CodeRevision()
 	if err != nil {
 		return pipeline.Result{}, err
@@ -209,6 +213,13 @@ func finetuneStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pi
 	}
 	if !res.Complete {
 		return pipeline.Result{}, fmt.Errorf("stopped after %d updates, before its budget", res.Updates)
+	}
+	if s, e := res.StartMAIFS, res.FinalMAIFS; s != nil && e != nil {
+		return pipeline.Result{
+			Metric: &pipeline.Metric{Name: "heldout_avg_jct_h", Value: e.AvgJCT},
+			Note: fmt.Sprintf("%d env steps, %.1f steps/s, held-out avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h",
+				res.EnvSteps, res.StepsPerSecond, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan),
+		}, nil
 	}
 	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
 		return pipeline.Result{

@@ -30,6 +30,8 @@ type Config struct {
 	Defrag   DefragConfig   `mapstructure:"defrag" yaml:"defrag"`
 	// DefragOnline is the defrag-online environment's section.
 	DefragOnline DefragOnlineConfig `mapstructure:"defrag_online" yaml:"defrag_online"`
+	// MAIFS is the multi-agent fungible scheduler's world and workloads (maifs-bc, env maifs).
+	MAIFS MAIFSConfig `mapstructure:"maifs" yaml:"maifs"`
 }
 
 // Section is implemented by section types that have defaults (through a pointer) and rules.

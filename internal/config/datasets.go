@@ -10,7 +10,8 @@ import (
 type DatasetsConfig struct {
 	// Logs is a glob of decision-log files (JSON lines, docs/decision-log.md).
 	Logs string `mapstructure:"logs" yaml:"logs"`
-	// Env is the environment whose observations and rewards the transitions follow.
+	// Env is the environment whose observations and rewards the transitions follow; maifs
+	// builds from the fungible world's logs with the maifs section (tables, val_seeds, every).
 	Env string `mapstructure:"env" yaml:"env"`
 	// Out is the dataset directory; Force replaces an existing one.
 	Out   string `mapstructure:"out" yaml:"out"`
@@ -34,7 +35,7 @@ type DatasetsConfig struct {
 }
 
 // DatasetEnvs are the environments a dataset can be built for.
-var DatasetEnvs = []string{"placement", "defrag"}
+var DatasetEnvs = []string{"placement", "defrag", "maifs"}
 
 // SetDefaults fills the built-in defaults.
 func (c *DatasetsConfig) SetDefaults() {

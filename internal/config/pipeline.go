@@ -25,13 +25,18 @@ type PipelineConfig struct {
 }
 
 // GateConfig is the champion gate: a new version takes Alias only when, on every workload in
-// Workloads, its Metric beats each Baselines policy and the current Alias holder by more than
-// Margin (above them, or below them for a lower-is-better metric: GateMetrics says which).
+// Workloads and for each of its metrics (Names), it beats each Baselines policy and the current
+// Alias holder by more than Margin (above them, or below them for a lower-is-better metric:
+// GateMetrics says which).
 type GateConfig struct {
 	Alias string `mapstructure:"alias" yaml:"alias"`
 	// Metric is the eval metric compared, one of GateMetrics: alloc_gpu_pct_130 for the
 	// arrival protocol, avg_jct_s or a queueing delay for a timed evaluation.
 	Metric string `mapstructure:"metric" yaml:"metric"`
+	// Metrics, when listed, are compared instead of Metric, each of them on every workload:
+	// [avg_jct_s, makespan_s] promotes only a candidate that wins on both. Metric must then be
+	// left at its default or be the list's first.
+	Metrics []string `mapstructure:"metrics" yaml:"metrics"`
 	// Margin in the metric's unit (points of allocation for alloc_gpu_pct_*); >= 0.
 	Margin float64 `mapstructure:"margin" yaml:"margin"`
 	// Paired asks for the margin at the low end of the 95% interval of the seed-by-seed
@@ -85,6 +90,17 @@ func gateMetricNames() []string {
 	return names
 }
 
+// defaultGateMetric is gate.metric's default.
+const defaultGateMetric = "alloc_gpu_pct_130"
+
+// Names are the metrics the gate compares: Metrics when listed, else Metric.
+func (g GateConfig) Names() []string {
+	if len(g.Metrics) > 0 {
+		return g.Metrics
+	}
+	return []string{g.Metric}
+}
+
 var modelName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$`)
 
 // SetDefaults runs every stage under runs/pipeline and gates on the default trace against FGD.
@@ -95,7 +111,8 @@ func (c *PipelineConfig) SetDefaults() {
 	c.Model = "placement"
 	c.Gate = GateConfig{
 		Alias:     "champion",
-		Metric:    "alloc_gpu_pct_130",
+		Metric:    defaultGateMetric,
+		Metrics:   []string{},
 		Margin:    0,
 		Workloads: []string{"default"},
 		Baselines: []string{"fgd"},
@@ -143,10 +160,20 @@ func (g GateConfig) validate() error {
 		return fmt.Errorf("gate.alias: %q is not an alias name", g.Alias)
 	case !slices.Contains(gateMetricNames(), g.Metric):
 		return fmt.Errorf("gate.metric: unknown metric %q (want one of %v)", g.Metric, gateMetricNames())
+	case len(g.Metrics) > 0 && g.Metric != defaultGateMetric && g.Metric != g.Metrics[0]:
+		return fmt.Errorf("gate.metric: %q, and gate.metrics lists %v: set one of them", g.Metric, g.Metrics)
 	case !(g.Margin >= 0):
 		return fmt.Errorf("gate.margin: must be >= 0, got %v", g.Margin)
 	case len(g.Workloads) == 0:
 		return fmt.Errorf("gate.workloads: list at least one eval workload")
+	}
+	for i, m := range g.Metrics {
+		switch {
+		case !slices.Contains(gateMetricNames(), m):
+			return fmt.Errorf("gate.metrics[%d]: unknown metric %q (want one of %v)", i, m, gateMetricNames())
+		case slices.Index(g.Metrics, m) < i:
+			return fmt.Errorf("gate.metrics[%d]: %q is listed twice", i, m)
+		}
 	}
 	for i, w := range g.Workloads {
 		if strings.TrimSpace(w) == "" {

@@ -20,6 +20,15 @@ func TestPipelineValidate(t *testing.T) {
 		{"bad model", func(c *PipelineConfig) { c.Model = "../x" }, "model:"},
 		{"negative margin", func(c *PipelineConfig) { c.Gate.Margin = -1 }, "gate.margin: must be >= 0"},
 		{"unknown metric", func(c *PipelineConfig) { c.Gate.Metric = "speed" }, `gate.metric: unknown metric "speed"`},
+		{"two metrics", func(c *PipelineConfig) { c.Gate.Metrics = []string{"avg_jct_s", "makespan_s"} }, ""},
+		{"two metrics, metric their first", func(c *PipelineConfig) {
+			c.Gate.Metric, c.Gate.Metrics = "avg_jct_s", []string{"avg_jct_s", "makespan_s"}
+		}, ""},
+		{"metric and metrics disagree", func(c *PipelineConfig) {
+			c.Gate.Metric, c.Gate.Metrics = "p99_jct_s", []string{"avg_jct_s", "makespan_s"}
+		}, `gate.metric: "p99_jct_s", and gate.metrics lists [avg_jct_s makespan_s]: set one of them`},
+		{"unknown metric in metrics", func(c *PipelineConfig) { c.Gate.Metrics = []string{"avg_jct_s", "jct"} }, `gate.metrics[1]: unknown metric "jct"`},
+		{"metric listed twice", func(c *PipelineConfig) { c.Gate.Metrics = []string{"avg_jct_s", "avg_jct_s"} }, `gate.metrics[1]: "avg_jct_s" is listed twice`},
 		{"bad log seeds", func(c *PipelineConfig) { c.LogSeeds = "46-42" }, "log_seeds:"},
 		{"no workloads", func(c *PipelineConfig) { c.Gate.Workloads = nil }, "gate.workloads:"},
 	}

@@ -2,6 +2,7 @@ package stages
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"github.com/schedrl/schedrl/datasets"
@@ -13,6 +14,7 @@ import (
 // datasetsStage replays the logs stage's decision logs into Parquet transitions.
 type datasetsStage struct {
 	cfg    config.DatasetsConfig
+	maifs  config.MAIFSConfig
 	defrag env.DefragOptions
 	seed   uint64
 	key    datasetsKey
@@ -21,7 +23,10 @@ type datasetsStage struct {
 type datasetsKey struct {
 	Datasets config.DatasetsConfig `json:"datasets"`
 	Defrag   *env.DefragOptions    `json:"defrag,omitempty"` // the defrag rewards of a defrag dataset
-	Seed     uint64                `json:"seed"`
+	// MAIFS is what a maifs dataset reads of the maifs section: the environment, the validation
+	// seeds and every (the tables' content is in the logs' headers, checked by the build).
+	MAIFS *datasets.MAIFSBuildOptions `json:"maifs,omitempty"`
+	Seed  uint64                      `json:"seed"`
 }
 
 // defragRewards are the defrag section's reward weights (the budget comes from each log).
@@ -29,16 +34,27 @@ func defragRewards(c config.DefragConfig) env.DefragOptions {
 	return env.DefragOptions{RewardFragment: c.RewardFragment, RewardPending: c.RewardPending, MigrationCost: c.MigrationCost}
 }
 
-func newDatasets(cfg config.Config) *datasetsStage {
-	s := &datasetsStage{cfg: cfg.Datasets, defrag: defragRewards(cfg.Defrag), seed: uint64(cfg.Seed)}
+func newDatasets(cfg config.Config) (*datasetsStage, error) {
+	s := &datasetsStage{cfg: cfg.Datasets, maifs: cfg.MAIFS, defrag: defragRewards(cfg.Defrag), seed: uint64(cfg.Seed)}
 	s.key = datasetsKey{Datasets: cfg.Datasets, Seed: s.seed}
-	if cfg.Datasets.Env == env.DefragName {
+	switch cfg.Datasets.Env {
+	case env.DefragName:
 		s.key.Defrag = &s.defrag
+	case env.MAIFSName:
+		if err := cfg.MAIFS.Validate(); err != nil {
+			return nil, fmt.Errorf("maifs.%w", err)
+		}
+		o, err := datasets.MAIFSBuildOf(cfg.MAIFS, "", "", false)
+		if err != nil {
+			return nil, err
+		}
+		o.Throughputs, o.Profiles, o.Mapping = "", "", ""
+		s.key.MAIFS = &o
 	}
 	// The logs come from the logs stage (whose hash is in the key), the output goes where the
 	// pipeline says, and the worker count does not change the rows.
 	s.key.Datasets.Logs, s.key.Datasets.Out, s.key.Datasets.Force, s.key.Datasets.Workers = "", "", false, 0
-	return s
+	return s, nil
 }
 
 func (s *datasetsStage) Name() string     { return "datasets" }
@@ -48,6 +64,9 @@ func (s *datasetsStage) Config() any      { return s.key }
 func (s *datasetsStage) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return pipeline.Result{}, err
+	}
+	if s.cfg.Env == env.MAIFSName {
+		return s.runMAIFS(e)
 	}
 	m, stats, err := datasets.Build(datasets.BuildOptions{
 		Logs:         filepath.Join(e.Inputs["logs"].Dir, "*"),
@@ -69,4 +88,19 @@ func (s *datasetsStage) Run(ctx context.Context, e pipeline.Env) (pipeline.Resul
 	e.Log.Info("dataset built", "rows", m.Rows, "episodes", stats.Episodes, "bytes", stats.Bytes,
 		"rows_per_second", int(float64(stats.Rows)/stats.Elapsed.Seconds()))
 	return pipeline.Result{Metric: &pipeline.Metric{Name: "rows", Value: float64(m.Rows)}}, nil
+}
+
+// runMAIFS rebuilds the fungible world's logs as multi-agent decision points.
+func (s *datasetsStage) runMAIFS(e pipeline.Env) (pipeline.Result, error) {
+	o, err := datasets.MAIFSBuildOf(s.maifs, filepath.Join(e.Inputs["logs"].Dir, "*"), e.OutDir, true)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	m, stats, err := datasets.BuildMAIFS(o)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	e.Log.Info("dataset built", "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
+		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
+	return pipeline.Result{Metric: &pipeline.Metric{Name: "decision_points", Value: float64(stats.Points)}}, nil
 }

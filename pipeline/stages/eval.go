@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
@@ -24,8 +25,9 @@ type evalStage struct {
 	champion string // registry reference MODEL@VERSION of the current champion, or ""
 	resolve  eval.Resolver
 	defrag   eval.DefragResolver
+	fungible eval.FungibleResolver
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
-	metric   string                     // the gate's, reported as the stage's metric
+	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
 }
 
@@ -60,19 +62,31 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if cfg.Eval.PaperOverlay {
 		files["paper"] = cfg.Eval.Paper
 	}
-	for _, t := range cfg.Eval.Traces {
-		ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
-		if err != nil {
-			return nil, fmt.Errorf("eval.traces: %w", err)
+	switch k := cfg.Eval.Timed.Kind; k {
+	case "jobs", "fungible":
+		// Gavel's worlds: trace files or generated workloads, and the tables they run on.
+		t := cfg.Eval.Timed
+		files = map[string]string{"throughputs": t.Throughputs, "profiles": t.Profiles, "synergy_map": t.SynergyMap}
+		for _, raw := range cfg.Eval.Traces {
+			if raw = strings.TrimSpace(raw); !strings.HasPrefix(raw, "jobs=") {
+				files["trace "+raw] = raw
+			}
 		}
-		files["trace "+ref.Name] = ref.Path
+	default:
+		for _, t := range cfg.Eval.Traces {
+			ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
+			if err != nil {
+				return nil, fmt.Errorf("eval.traces: %w", err)
+			}
+			files["trace "+ref.Name] = ref.Path
+		}
 	}
 	hashes, err := hashFiles("eval", files)
 	if err != nil {
 		return nil, err
 	}
-	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag,
-		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Metric}
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag, fungible: d.ResolveFungible,
+		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
 	if cfg.Eval.Timed.Kind == online.EnvName {
 		if err := eval.CheckDefragOnline(cfg.Eval, &cfg.DefragOnline); err != nil {
@@ -102,7 +116,8 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if roles.Champion != "" {
 		ec.Policies = append(ec.Policies, roles.Champion)
 	}
-	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, DefragOnline: s.online, Force: true, Log: env.Log, Progress: env.Terminal}
+	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
+		Force: true, Log: env.Log, Progress: env.Terminal}
 	var err error
 	if ec.Timed.Kind != "" {
 		_, err = eval.RunTimed(ctx, ec, opts)

@@ -54,16 +54,22 @@ func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, erro
 		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}}, nil
 }
 
-// checkGate refuses, before any work, a gate whose metric the eval stage's report does not
+// checkGate refuses, before any work, a gate whose metrics the eval stage's report does not
 // have or that names workloads or baselines the eval stage does not produce.
 func checkGate(cfg config.Config) error {
 	g := cfg.Pipeline.Gate
-	metric, _ := config.GateMetricOf(g.Metric) // the gate's validation knows it
-	switch timed := cfg.Eval.Timed.Kind != ""; {
-	case metric.Timed && !timed:
-		return fmt.Errorf("pipeline.gate.metric: %s is a timed evaluation's measure, and eval.timed.kind is not set", g.Metric)
-	case !metric.Timed && timed:
-		return fmt.Errorf("pipeline.gate.metric: %s is the arrival protocol's measure, and eval.timed.kind is %q", g.Metric, cfg.Eval.Timed.Kind)
+	key := "pipeline.gate.metric"
+	if len(g.Metrics) > 0 {
+		key = "pipeline.gate.metrics"
+	}
+	for _, name := range g.Names() {
+		metric, _ := config.GateMetricOf(name) // the gate's validation knows it
+		switch timed := cfg.Eval.Timed.Kind != ""; {
+		case metric.Timed && !timed:
+			return fmt.Errorf("%s: %s is a timed evaluation's measure, and eval.timed.kind is not set", key, name)
+		case !metric.Timed && timed:
+			return fmt.Errorf("%s: %s is the arrival protocol's measure, and eval.timed.kind is %q", key, name, cfg.Eval.Timed.Kind)
+		}
 	}
 	names, err := eval.WorkloadNames(cfg.Eval)
 	if err != nil {
@@ -92,13 +98,15 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	scores, err := m.Score(s.gate.Metric)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("gate: %w", err)
+	gate := pipeline.Gate{Margin: s.gate.Margin, Paired: s.gate.Paired, Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
+	scores := map[string]pipeline.Scores{}
+	for _, name := range s.gate.Names() {
+		if scores[name], err = m.Score(name); err != nil {
+			return pipeline.Result{}, fmt.Errorf("gate: %w", err)
+		}
+		metric, _ := config.GateMetricOf(name)
+		gate.Metrics = append(gate.Metrics, pipeline.Measure{Name: name, LowerIsBetter: metric.LowerIsBetter})
 	}
-	metric, _ := config.GateMetricOf(s.gate.Metric)
-	gate := pipeline.Gate{Metric: s.gate.Metric, LowerIsBetter: metric.LowerIsBetter, Margin: s.gate.Margin,
-		Paired: s.gate.Paired, Workloads: s.gate.Workloads, Baselines: s.gate.Baselines}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
 
 	version, err := os.MkdirTemp("", "schedrl-publish-*")
@@ -135,7 +143,8 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		note = fmt.Sprintf("%s is %s: %s", out.Ref, s.gate.Alias, out.Decision.Reason)
 	}
 	env.Log.Info("published", "ref", out.Ref, "uri", out.URI, "promoted", out.Promoted, "reason", out.Decision.Reason)
-	return pipeline.Result{Note: note, Metric: candidateMean(scores, s.gate.Metric, roles.Candidate, s.gate.Workloads[0])}, nil
+	first := s.gate.Names()[0]
+	return pipeline.Result{Note: note, Metric: candidateMean(scores[first], first, roles.Candidate, s.gate.Workloads[0])}, nil
 }
 
 // Missing reports a cached publish whose version is gone from the registry (deleted, or

@@ -22,6 +22,8 @@ type Deps struct {
 	// defrag-online eval's checkpoints.
 	ResolvePolicy eval.Resolver
 	ResolveDefrag eval.DefragResolver
+	// ResolveFungible resolves the fungible eval's multi-agent checkpoints.
+	ResolveFungible eval.FungibleResolver
 	// Pretrain and Finetune run the training stages.
 	Pretrain, Finetune TrainFunc
 
@@ -59,7 +61,7 @@ func newStage(name string, cfg config.Config, d Deps) (pipeline.Stage, error) {
 	case "logs":
 		return newLogs(cfg)
 	case "datasets":
-		return newDatasets(cfg), nil
+		return newDatasets(cfg)
 	case "pretrain":
 		return newPretrain(cfg, d.Pretrain)
 	case "finetune":

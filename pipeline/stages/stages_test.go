@@ -126,13 +126,18 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 			c.Pipeline.Gate.Metric = "avg_jct_s"
 		},
 			"pipeline.gate.metric: avg_jct_s is a timed evaluation's measure, and eval.timed.kind is not set"},
+		{"timed gate metric among metrics, arrival eval", func(c *config.Config) {
+			c.Pipeline.Stages = config.PipelineStages
+			c.Pipeline.Gate.Metrics = []string{"alloc_gpu_pct_130", "makespan_s"}
+		},
+			"pipeline.gate.metrics: makespan_s is a timed evaluation's measure, and eval.timed.kind is not set"},
 		{"arrival gate metric, timed eval", func(c *config.Config) {
 			c.Pipeline.Stages = config.PipelineStages
 			c.Eval.Timed.Kind = "tasks"
 		},
 			`pipeline.gate.metric: alloc_gpu_pct_130 is the arrival protocol's measure, and eval.timed.kind is "tasks"`},
 		{"no expert logs for the environment", func(c *config.Config) { c.Finetune.Env = "defrag" },
-			`finetune.env: "defrag": the logs stage makes expert logs for [defrag-online placement] only`},
+			`finetune.env: "defrag": the logs stage makes expert logs for [defrag-online maifs placement] only`},
 		{"gate baseline not evaluated", func(c *config.Config) {
 			c.Pipeline.Stages = config.PipelineStages
 			c.Eval.Policies = []string{"bestfit"}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
@@ -44,6 +45,7 @@ type trainKey struct {
 // adds its line.
 var envSections = map[string]func(config.Config) any{
 	"defrag-online": func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
+	"maifs":         func(c config.Config) any { return c.MAIFS },
 }
 
 func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
@@ -56,6 +58,10 @@ func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 	if sec.ValDataset != "" {
 		files["val_dataset"] = filepath.Join(sec.ValDataset, "manifest.json")
 		sec.ValDataset = ""
+	}
+	if cfg.Datasets.Env == env.MAIFSName { // cloning rebuilds the decision points on these tables
+		m := cfg.MAIFS
+		files["maifs throughputs"], files["maifs profiles"], files["maifs mapping"] = m.Throughputs, m.Profiles, m.Mapping
 	}
 	hashes, err := hashFiles("pretrain", files)
 	if err != nil {

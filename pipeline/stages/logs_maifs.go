@@ -1,0 +1,162 @@
+package stages
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/jobs"
+	"github.com/schedrl/schedrl/pipeline"
+)
+
+func init() {
+	registerExpertLogs(env.MAIFSName, func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) })
+}
+
+// maifsLogs is the maifs logs stage: maifs.expert in maifs.order runs every maifs.generate
+// workload at every maifs.seeds and maifs.val_seeds seed in the fungible world (maifs.cluster in
+// servers of maifs.servers_gpus GPUs), and each run is a decision log of whole allocations
+// (fungible.WriteLogFile, as `schedrl jobs --servers-gpus N --log` writes it), the input of
+// `datasets build --env maifs`.
+type maifsLogs struct {
+	sec   config.MAIFSConfig
+	round float64
+	seeds []uint64
+	key   maifsLogsKey
+}
+
+// maifsLogsKey is what the logs depend on: the world, expert, workloads and seeds, the round
+// length and the tables' content (the PPO and held-out keys are not read here).
+type maifsLogsKey struct {
+	MAIFS config.MAIFSConfig `json:"maifs"`
+	Round float64            `json:"round_s"`
+	Files []logFile          `json:"files"`
+}
+
+func newMAIFSLogs(cfg config.Config) (*maifsLogs, error) {
+	sec := cfg.MAIFS
+	if err := sec.Validate(); err != nil {
+		return nil, fmt.Errorf("maifs.%w", err)
+	}
+	if err := checkMAIFSPipeline(cfg); err != nil {
+		return nil, err
+	}
+	if _, err := fungible.LookupRule(sec.Expert); err != nil {
+		return nil, fmt.Errorf("maifs.expert: %w", err)
+	}
+	if _, err := jobs.NewPolicy(sec.Order); err != nil {
+		return nil, fmt.Errorf("maifs.order: %w", err)
+	}
+	for i, g := range sec.Generate {
+		if _, err := fungible.ParseWorkloadSpec(g); err != nil {
+			return nil, fmt.Errorf("maifs.generate[%d]: %w", i, err)
+		}
+	}
+	seeds, _ := config.ParseSeeds(sec.Seeds) // Validate parsed both
+	val, _ := config.ParseSeeds(sec.ValSeeds)
+	s := &maifsLogs{sec: sec, round: cfg.Eval.Timed.Round, seeds: append(seeds, val...)}
+	hashes, err := hashFiles("maifs", map[string]string{"throughputs": sec.Throughputs, "profiles": sec.Profiles, "mapping": sec.Mapping})
+	if err != nil {
+		return nil, err
+	}
+	s.key = maifsLogsKey{MAIFS: sec, Round: s.round, Files: hashes}
+	s.key.MAIFS.PPOGenerate, s.key.MAIFS.PPOSeeds, s.key.MAIFS.HeldOut = nil, "", ""
+	return s, nil
+}
+
+// checkMAIFSPipeline refuses, before any stage runs, a maifs pipeline whose stages would not
+// fit together: the dataset must be built for maifs, the evaluation must run the fungible world
+// the policy was trained in, and no training or validation seed may be an evaluation seed.
+func checkMAIFSPipeline(cfg config.Config) error {
+	sec, t := cfg.MAIFS, cfg.Eval.Timed
+	switch {
+	case cfg.Datasets.Env != env.MAIFSName:
+		return fmt.Errorf("datasets.env: %q, and the maifs logs stage writes the fungible world's logs: set datasets.env: maifs", cfg.Datasets.Env)
+	case t.Kind != "fungible":
+		return fmt.Errorf("eval.timed.kind: %q, and a maifs policy runs in the fungible world: set eval.timed.kind: fungible", t.Kind)
+	case strings.TrimSpace(t.Cluster) != sec.Cluster:
+		return fmt.Errorf("eval.timed.cluster: %q, the policy is trained on maifs.cluster %q", t.Cluster, sec.Cluster)
+	case cmp.Or(strings.TrimSpace(t.ServersGPUs), fmt.Sprint(fungible.ServerGPUs)) != fmt.Sprint(sec.ServerGPUs):
+		return fmt.Errorf("eval.timed.servers_gpus: %q, the policy is trained on servers of maifs.servers_gpus %d GPUs", t.ServersGPUs, sec.ServerGPUs)
+	}
+	evalSeeds, err := config.ParseSeeds(cfg.Eval.Seeds)
+	if err != nil {
+		return fmt.Errorf("eval.seeds: %w", err)
+	}
+	for _, k := range []struct{ key, seeds string }{{"maifs.seeds", sec.Seeds}, {"maifs.val_seeds", sec.ValSeeds}, {"maifs.ppo_seeds", sec.PPOSeeds}} {
+		seeds, _ := config.ParseSeeds(k.seeds)
+		for _, s := range evalSeeds {
+			if slices.Contains(seeds, s) {
+				return fmt.Errorf("eval.seeds: %d is also in %s: evaluate on held-out seeds (maifs.held_out_seeds %s)", s, k.key, sec.HeldOut)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *maifsLogs) Name() string     { return "logs" }
+func (s *maifsLogs) Inputs() []string { return nil }
+func (s *maifsLogs) Config() any      { return s.key }
+
+func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, error) {
+	table, err := jobs.LoadThroughputs(s.sec.Throughputs)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("maifs.throughputs: %w", err)
+	}
+	m, err := fungible.LoadSpeedModel(table, s.sec.Profiles, s.sec.Mapping)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("maifs: %w", err)
+	}
+	cluster, err := fungible.NewMixCluster(s.sec.Cluster, s.sec.ServerGPUs)
+	if err != nil {
+		return pipeline.Result{}, fmt.Errorf("maifs.cluster: %w", err)
+	}
+	files := map[string]string{"throughputs": s.sec.Throughputs, "profiles": s.sec.Profiles, "mapping": s.sec.Mapping}
+	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
+	order, _ := jobs.NewPolicy(s.sec.Order)
+	e.Progress.Start(int64(len(s.sec.Generate)*len(s.seeds)), "runs")
+	rounds := 0
+	for _, spec := range s.sec.Generate {
+		wc, err := fungible.ParseWorkloadSpec(spec)
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+		for _, seed := range s.seeds {
+			if err := ctx.Err(); err != nil {
+				return pipeline.Result{}, err
+			}
+			wc.Seed = seed
+			work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), wc)
+			if err != nil {
+				return pipeline.Result{}, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
+			}
+			rc := fungible.RunConfig{Rule: rule, Order: order, Round: s.round}
+			rec := fungible.Record(&rc)
+			res, err := fungible.Run(cluster, m, work, rc)
+			if err != nil {
+				return pipeline.Result{}, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
+			}
+			h := fungible.LogHeader{Cluster: s.sec.Cluster, ServerGPUs: s.sec.ServerGPUs, Servers: fungible.LogServers(cluster), RoundS: s.round,
+				Rule: s.sec.Expert, Order: s.sec.Order, Workload: spec, Seed: seed, Jobs: fungible.LogJobs(work)}
+			name := fmt.Sprintf("%s-seed%d.jsonl", fileSafe(spec), seed)
+			if err := fungible.WriteLogFile(filepath.Join(e.OutDir, name), h, files, rec.Rounds, res); err != nil {
+				return pipeline.Result{}, err
+			}
+			rounds += res.Rounds
+			e.Log.Info("expert log written", "log", name, "rounds", res.Rounds, "avg_jct_s", int(res.AvgJCT))
+			e.Progress.Add(1)
+		}
+	}
+	return pipeline.Result{Metric: &pipeline.Metric{Name: "rounds", Value: float64(rounds)}}, nil
+}
+
+// fileSafe is a workload spec as a file name ("jobs=300,lam=900,multigpu" -> "jobs-300_lam-900_multigpu").
+func fileSafe(spec string) string {
+	return strings.NewReplacer("=", "-", ",", "_", "/", "_").Replace(spec)
+}

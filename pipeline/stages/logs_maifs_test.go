@@ -1,0 +1,74 @@
+package stages
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
+)
+
+// maifsConfig is a MAIFS pipeline's config (configs/maifs-smoke.yaml's shape) on the
+// repository's tables.
+func maifsConfig(t *testing.T) config.Config {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Pipeline.Dir = filepath.Join(t.TempDir(), "pipeline")
+	cfg.Pipeline.Model = "maifs"
+	cfg.Pipeline.Gate = config.GateConfig{Alias: "champion", Metric: "alloc_gpu_pct_130", Metrics: []string{"avg_jct_s", "makespan_s"}, Paired: true,
+		Workloads: []string{"jobs=30,lam=400,multigpu"}, Baselines: []string{"synergy-tune/srtf"}}
+	m := &cfg.MAIFS
+	m.Cluster, m.Generate, m.Seeds, m.ValSeeds, m.Every = "8:8:8", []string{"jobs=30,lam=400,multigpu"}, "1000", "900", 2
+	m.PPOGenerate, m.PPOSeeds, m.HeldOut = []string{"jobs=20,lam=400,multigpu"}, "2000-2003", "49-50"
+	m.Throughputs, m.Profiles = repotest.Data("gavel", "simulation_throughputs.json"), repotest.Data("synergy", "profiles.json")
+	m.Mapping = repotest.Data("fungible", "gavel_synergy_models.csv")
+	cfg.Datasets.Env, cfg.Finetune.Env = "maifs", "maifs"
+	cfg.Finetune.Nodes, cfg.Finetune.TracesDir = repotest.OpenbNodes(), repotest.OpenbDir()
+	e := &cfg.Eval
+	e.Policies, e.Traces, e.Seeds, e.Baseline = []string{"srtf", "synergy-tune/srtf"}, []string{"jobs=30,lam=400,multigpu"}, "49-50", "synergy-tune/srtf"
+	e.Timed.Kind, e.Timed.Cluster, e.Timed.ServersGPUs = "fungible", "8:8:8", "8"
+	e.Timed.Throughputs, e.Timed.Profiles, e.Timed.SynergyMap = m.Throughputs, m.Profiles, m.Mapping
+	cfg.Registry.Store = "file://" + filepath.Join(t.TempDir(), "registry")
+	return cfg
+}
+
+// Bad input to the MAIFS pipeline is refused when it is built, before any stage runs, naming
+// the key; the pipeline directory stays empty.
+func TestMAIFSPipelineRefusesBadInput(t *testing.T) {
+	deps := Deps{ResolvePolicy: eval.Heuristics, Pretrain: notRun, Finetune: notRun}
+	if _, err := Build(maifsConfig(t), deps); err != nil {
+		t.Fatalf("the good config: %v", err)
+	}
+	for _, c := range []struct {
+		key string
+		set func(*config.Config)
+	}{
+		{"maifs.every", func(c *config.Config) { c.MAIFS.Every = 0 }},
+		{"maifs.expert", func(c *config.Config) { c.MAIFS.Expert = "tune" }},
+		{"maifs.order", func(c *config.Config) { c.MAIFS.Order = "lifo" }},
+		{"maifs.generate[0]", func(c *config.Config) { c.MAIFS.Generate = []string{"jobs=10"} }},
+		{"maifs.val_seeds: seed 49 is also in held_out_seeds", func(c *config.Config) { c.MAIFS.ValSeeds = "49" }},
+		{"maifs.throughputs", func(c *config.Config) { c.MAIFS.Throughputs = "no/such.json" }},
+		{"datasets.env", func(c *config.Config) { c.Datasets.Env = "placement" }},
+		{"eval.timed.kind", func(c *config.Config) { c.Eval.Timed.Kind = "jobs" }},
+		{"eval.timed.cluster", func(c *config.Config) { c.Eval.Timed.Cluster = "36:36:36" }},
+		{"eval.timed.servers_gpus", func(c *config.Config) { c.Eval.Timed.ServersGPUs = "4" }},
+		{"eval.seeds: 1000 is also in maifs.seeds", func(c *config.Config) { c.Eval.Seeds = "49,1000" }},
+		{"pipeline.gate.metrics[1]", func(c *config.Config) { c.Pipeline.Gate.Metrics = []string{"avg_jct_s", "jct"} }},
+		{"pipeline.gate.metrics: alloc_gpu_pct_130", func(c *config.Config) { c.Pipeline.Gate.Metrics = []string{"avg_jct_s", "alloc_gpu_pct_130"} }},
+		{"pipeline.gate.baselines[0]", func(c *config.Config) { c.Pipeline.Gate.Baselines = []string{"gandiva"} }},
+	} {
+		cfg := maifsConfig(t)
+		c.set(&cfg)
+		_, err := Build(cfg, deps)
+		if err == nil || !strings.Contains(err.Error(), c.key) {
+			t.Errorf("%s: err = %v, want one naming it", c.key, err)
+		}
+		if entries, _ := os.ReadDir(cfg.Pipeline.Dir); len(entries) > 0 {
+			t.Errorf("%s: the refused pipeline wrote %d entries in %s", c.key, len(entries), cfg.Pipeline.Dir)
+		}
+	}
+}
