@@ -3,14 +3,20 @@ package finetune
 import (
 	"context"
 	"math"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sugarme/gotch"
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/fungibletest"
 	"github.com/schedrl/schedrl/internal/repotest"
@@ -226,5 +232,80 @@ func TestMAIFSBadConfig(t *testing.T) {
 		if _, err := Run(context.Background(), cfg, Options{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
 		}
+	}
+}
+
+// maifsLongConfig is maifsConfig over 12 updates, long enough to be killed mid-run.
+func maifsLongConfig(t *testing.T, from, out string) config.Config {
+	cfg := maifsConfig(t, out)
+	cfg.Finetune.From, cfg.Finetune.TotalSteps = from, 12*2*24
+	return cfg
+}
+
+// TestMAIFSHelperProcess is the child TestMAIFSKillResume kills.
+func TestMAIFSHelperProcess(t *testing.T) {
+	out := os.Getenv("FINETUNE_MAIFS_HELPER_OUT")
+	if out == "" {
+		t.Skip("only runs as the child of TestMAIFSKillResume")
+	}
+	if _, err := Run(context.Background(), maifsLongConfig(t, os.Getenv("FINETUNE_MAIFS_HELPER_FROM"), out), Options{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A maifs run killed with SIGKILL after a checkpoint resumes to exactly the weights and run
+// record of an uninterrupted run.
+func TestMAIFSKillResume(t *testing.T) {
+	from := maifsClone(t, maifsConfig(t, t.TempDir()).MAIFS)
+	straight, killed := filepath.Join(t.TempDir(), "straight"), filepath.Join(t.TempDir(), "killed")
+	if res, err := Run(context.Background(), maifsLongConfig(t, from, straight), Options{}); err != nil || !res.Complete {
+		t.Fatalf("uninterrupted run: %+v (%v)", res, err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestMAIFSHelperProcess$")
+	cmd.Env = append(os.Environ(), "FINETUNE_MAIFS_HELPER_OUT="+killed, "FINETUNE_MAIFS_HELPER_FROM="+from)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		dir, err := latestCheckpoint(killed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(filepath.Base(dir)); dir != "" && n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child wrote no checkpoint past update 4 in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(killed, checkpoint.ManifestFile)); err == nil {
+		t.Fatal("the child finished before the kill; make the run longer")
+	}
+	res, err := Run(context.Background(), maifsLongConfig(t, from, killed), Options{})
+	if err != nil || !res.Resumed || !res.Complete {
+		t.Fatalf("resumed run: %+v (%v)", res, err)
+	}
+	if !sameWeights(t, weights(t, straight), weights(t, killed)) {
+		t.Fatal("the resumed run ended with other weights than the uninterrupted one")
+	}
+	a, errA := readRecord(filepath.Join(straight, RecordFile))
+	b, errB := readRecord(filepath.Join(killed, RecordFile))
+	if errA != nil || errB != nil || len(a) != 12 || len(b) != 12 {
+		t.Fatalf("records of %d and %d lines (%v, %v)", len(a), len(b), errA, errB)
+	}
+	for i := range a {
+		if a[i].PolicyLoss != b[i].PolicyLoss || a[i].ValueLoss != b[i].ValueLoss || a[i].Update != i+1 || b[i].Update != i+1 {
+			t.Fatalf("update %d: uninterrupted %+v, resumed %+v", i+1, a[i], b[i])
+		}
+	}
+	if _, err := checkpoint.Read(filepath.Join(killed, BestDir)); err != nil {
+		t.Fatal(err)
 	}
 }
