@@ -13,7 +13,7 @@ import (
 )
 
 // maifsRound is the round length of the fungible world's runs (fungible.Run's default, as
-// maifs-eval's --round): every decision point is one round.
+// eval --timed fungible's round): every decision point is one round.
 const maifsRound = 360.0
 
 // maifsRewardScale divides MAIFS.Reward (job-hours) so that a rollout's returns stay of order
