@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/ts"
@@ -71,22 +70,19 @@ type maifsTrainer struct {
 	opt    *nn.Adam
 	worlds []*maifsWorld
 
-	perUpdate, updates int
-	rec                *recorder
-	st                 runState
-	pcg                *rand.PCG
-	rng                *rand.Rand
-	samples            []maifsSample
-	last               []float32 // each world's value after the rollout
-	ended              []episodeEnd
-	res                Result
-	trainSec, procSec  float64
-	procSteps          int64
+	clock
+	rec     *recorder
+	pcg     *rand.PCG
+	rng     *rand.Rand
+	samples []maifsSample
+	last    []float32 // each world's value after the rollout
+	ended   []episodeEnd
+	res     Result
 }
 
 func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 	fc := cfg.Finetune
-	t := &maifsTrainer{cfg: cfg, fc: fc, log: o.Log, perUpdate: fc.NumEnvs * fc.RolloutSteps, res: Result{Dir: fc.Out}}
+	t := &maifsTrainer{cfg: cfg, fc: fc, log: o.Log, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -189,36 +185,14 @@ func (t *maifsTrainer) begin() error {
 	return nil
 }
 
-func (t *maifsTrainer) progress() (update, updates, perUpdate int, envSteps int64) {
-	return t.st.Update, t.updates, t.perUpdate, t.st.EnvSteps
-}
-
 // step is one update: schedule, rollout, update, held-out check on its updates, the run
 // record's line, checkpoint.
 func (t *maifsTrainer) step() error {
-	nn.Seed(t.cfg.Seed*1_000_003 + int64(t.st.Update))
-	lr, kl := schedule(t.fc, t.st.Update, t.updates, t.ref != nil)
-	t0 := time.Now()
-	if err := t.rollout(); err != nil {
-		return err
-	}
-	rolloutSec := time.Since(t0).Seconds()
-	stats, err := t.update(lr, kl)
+	line, err := t.timedUpdate(t.cfg.Seed, t.fc, t.ref != nil, t.rollout, t.update)
 	if err != nil {
 		return err
 	}
-	sec := time.Since(t0).Seconds()
-	t.trainSec += sec
-	t.procSec += sec
-	t.procSteps += int64(t.perUpdate)
-	t.st.Update++
-	t.st.EnvSteps += int64(t.perUpdate)
-	line := record{Update: t.st.Update, EnvSteps: t.st.EnvSteps, LR: lr, KLCoef: kl,
-		Episodes: len(t.ended), KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
-		Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
-		Epochs: stats.Epochs, StepsPerSec: float64(t.perUpdate) / sec, RolloutStepsPerSec: float64(t.perUpdate) / rolloutSec}
 	line.setEpisodes(t.ended)
-	line.ExplainedVar = finite(stats.ExplainedVar)
 	line.DecidingAgents, line.OffGreedy = t.exploration()
 	if t.st.Update == t.updates || (t.fc.EvalEvery > 0 && t.st.Update%t.fc.EvalEvery == 0) {
 		h, err := t.evaluateAndKeepBest()

@@ -66,6 +66,7 @@ type record struct {
 }
 
 func (r *record) setEpisodes(ended []episodeEnd) {
+	r.Episodes = len(ended)
 	if len(ended) == 0 {
 		return
 	}

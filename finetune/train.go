@@ -132,22 +132,27 @@ type trainer struct {
 	pool    *pool
 	workers int
 
-	perUpdate, updates int // env steps per update; updates in the budget
-	rec                *recorder
-	st                 runState
-	pcg                *rand.PCG
-	rng                *rand.Rand // PPO's sampling, shuffling and episode draws
-	r                  *rollout
-	res                Result
+	clock
+	rec *recorder
+	pcg *rand.PCG
+	rng *rand.Rand // PPO's sampling, shuffling and episode draws
+	r   *rollout
+	res Result
+}
 
-	trainSec, procSec float64 // rollout and update time since the last checkpoint; in this process
-	procSteps         int64
+// clock is what both trainers count the same way: the state a checkpoint saves, the budget,
+// and the seconds of rollouts and updates.
+type clock struct {
+	st                 runState
+	perUpdate, updates int     // env steps per update; updates in the budget
+	trainSec, procSec  float64 // rollout and update time since the last checkpoint; in this process
+	procSteps          int64
 }
 
 // newTrainer builds the run's parts and resumes from out's newest checkpoint, if any.
 func newTrainer(cfg config.Config, o Options) (*trainer, error) {
 	fc := cfg.Finetune
-	t := &trainer{cfg: cfg, log: o.Log, workers: fc.Workers, perUpdate: fc.NumEnvs * fc.RolloutSteps, res: Result{Dir: fc.Out}}
+	t := &trainer{cfg: cfg, log: o.Log, workers: fc.Workers, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -226,8 +231,8 @@ func progressBar(w io.Writer, t loop) *progressbar.ProgressBar {
 	return bar
 }
 
-func (t *trainer) progress() (update, updates, perUpdate int, envSteps int64) {
-	return t.st.Update, t.updates, t.perUpdate, t.st.EnvSteps
+func (c *clock) progress() (update, updates, perUpdate int, envSteps int64) {
+	return c.st.Update, c.updates, c.perUpdate, c.st.EnvSteps
 }
 
 func (t *trainer) close() { t.rec.close() }
@@ -235,31 +240,11 @@ func (t *trainer) close() { t.rec.close() }
 // step is one update: schedule, rollout, update, evaluate-and-keep-best (on evaluation
 // updates), the run record's line, checkpoint.
 func (t *trainer) step() error {
-	// libtorch's generator restarts from a known point every update, so a resumed run
-	// draws what an uninterrupted one would (PPO itself samples with the Go PCG).
-	nn.Seed(t.cfg.Seed*1_000_003 + int64(t.st.Update))
-	lr, kl := schedule(t.cfg.Finetune, t.st.Update, t.updates, t.m.ref != nil)
-	t0 := time.Now()
-	if err := t.rollout(); err != nil {
-		return err
-	}
-	rolloutSec := time.Since(t0).Seconds()
-	stats, err := t.update(lr, kl)
+	line, err := t.timedUpdate(t.cfg.Seed, t.cfg.Finetune, t.m.ref != nil, t.rollout, t.update)
 	if err != nil {
 		return err
 	}
-	sec := time.Since(t0).Seconds()
-	t.trainSec += sec
-	t.procSec += sec
-	t.procSteps += int64(t.perUpdate)
-	t.st.Update++
-	t.st.EnvSteps += int64(t.perUpdate)
-	line := record{Update: t.st.Update, EnvSteps: t.st.EnvSteps, LR: lr, KLCoef: kl,
-		Episodes: len(t.r.ended), KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
-		Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
-		Epochs: stats.Epochs, StepsPerSec: float64(t.perUpdate) / sec, RolloutStepsPerSec: float64(t.perUpdate) / rolloutSec}
 	line.setEpisodes(t.r.ended)
-	line.ExplainedVar = finite(stats.ExplainedVar)
 	if fc := t.cfg.Finetune; t.last() || (fc.EvalEvery > 0 && t.st.Update%fc.EvalEvery == 0) {
 		h, err := t.evaluateAndKeepBest()
 		if err != nil {
@@ -272,6 +257,37 @@ func (t *trainer) step() error {
 	}
 	t.log.Info("finetune update", line.logArgs()...)
 	return t.checkpoint()
+}
+
+// timedUpdate is the part of an update both trainers share: libtorch's generator restarted
+// from a known point (so a resumed run draws what an uninterrupted one would; PPO itself
+// samples with the Go PCG), the schedule, the rollout and the update timed, the counters
+// advanced, and the run record's line with the update's statistics (episodes are the caller's).
+func (c *clock) timedUpdate(seed int64, fc config.FinetuneConfig, haveRef bool, rollout func() error,
+	update func(lr, kl float64) (updateStats, error)) (record, error) {
+	nn.Seed(seed*1_000_003 + int64(c.st.Update))
+	lr, kl := schedule(fc, c.st.Update, c.updates, haveRef)
+	t0 := time.Now()
+	if err := rollout(); err != nil {
+		return record{}, err
+	}
+	rolloutSec := time.Since(t0).Seconds()
+	stats, err := update(lr, kl)
+	if err != nil {
+		return record{}, err
+	}
+	sec := time.Since(t0).Seconds()
+	c.trainSec += sec
+	c.procSec += sec
+	c.procSteps += int64(c.perUpdate)
+	c.st.Update++
+	c.st.EnvSteps += int64(c.perUpdate)
+	line := record{Update: c.st.Update, EnvSteps: c.st.EnvSteps, LR: lr, KLCoef: kl,
+		KLRef: stats.KLRef, ApproxKL: stats.ApproxKL, ClipFrac: stats.ClipFrac,
+		Entropy: stats.Entropy, PolicyLoss: stats.PolicyLoss, ValueLoss: stats.ValueLoss, GradNorm: stats.GradNorm,
+		Epochs: stats.Epochs, StepsPerSec: float64(c.perUpdate) / sec, RolloutStepsPerSec: float64(c.perUpdate) / rolloutSec}
+	line.ExplainedVar = finite(stats.ExplainedVar)
+	return line, nil
 }
 
 // last reports whether the update just finished is the budget's last.
