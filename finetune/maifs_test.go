@@ -4,13 +4,9 @@ import (
 	"context"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/sugarme/gotch"
 
@@ -261,33 +257,7 @@ func TestMAIFSKillResume(t *testing.T) {
 	if res, err := Run(context.Background(), maifsLongConfig(t, from, straight), Options{}); err != nil || !res.Complete {
 		t.Fatalf("uninterrupted run: %+v (%v)", res, err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMAIFSHelperProcess$")
-	cmd.Env = append(os.Environ(), "FINETUNE_MAIFS_HELPER_OUT="+killed, "FINETUNE_MAIFS_HELPER_FROM="+from)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		dir, err := latestCheckpoint(killed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := strconv.Atoi(filepath.Base(dir)); dir != "" && n >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the child wrote no checkpoint past update 4 in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	if _, err := os.Stat(filepath.Join(killed, checkpoint.ManifestFile)); err == nil {
-		t.Fatal("the child finished before the kill; make the run longer")
-	}
+	killAfterCheckpoint(t, "TestMAIFSHelperProcess", killed, "FINETUNE_MAIFS_HELPER_OUT="+killed, "FINETUNE_MAIFS_HELPER_FROM="+from)
 	res, err := Run(context.Background(), maifsLongConfig(t, from, killed), Options{})
 	if err != nil || !res.Resumed || !res.Complete {
 		t.Fatalf("resumed run: %+v (%v)", res, err)

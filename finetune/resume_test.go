@@ -107,6 +107,40 @@ func sameWeights(t *testing.T, a, b map[string][]float64) bool {
 	return true
 }
 
+// killAfterCheckpoint runs this test binary's helper test as a child with env added, training
+// into dir, and kills it with SIGKILL once it has checkpointed past update 4 and before it
+// finishes.
+func killAfterCheckpoint(t *testing.T, helper, dir string, env ...string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+helper+"$")
+	cmd.Env = append(os.Environ(), env...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		last, err := latestCheckpoint(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := strconv.Atoi(filepath.Base(last)); last != "" && n >= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the child wrote no checkpoint past update 4 in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if _, err := os.Stat(filepath.Join(dir, checkpoint.ManifestFile)); err == nil {
+		t.Fatal("the child finished before the kill; make the run longer")
+	}
+}
+
 // TestHelperProcess is the child that TestKillResume kills: a training run of the directory
 // named by FINETUNE_HELPER_OUT.
 func TestHelperProcess(t *testing.T) {
@@ -138,33 +172,7 @@ func TestKillResume(t *testing.T) {
 	}
 
 	killed := filepath.Join(t.TempDir(), "killed")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
-	cmd.Env = append(os.Environ(), "FINETUNE_HELPER_OUT="+killed, "FINETUNE_HELPER_FROM="+from)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		dir, err := latestCheckpoint(killed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n, _ := strconv.Atoi(filepath.Base(dir)); dir != "" && n >= 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			t.Fatal("the child wrote no checkpoint past update 4 in time")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Wait()
-	if _, err := os.Stat(filepath.Join(killed, checkpoint.ManifestFile)); err == nil {
-		t.Fatal("the child finished before the kill; make the run longer")
-	}
+	killAfterCheckpoint(t, "TestHelperProcess", killed, "FINETUNE_HELPER_OUT="+killed, "FINETUNE_HELPER_FROM="+from)
 
 	res, err = Run(context.Background(), smallConfig(t, from, killed), Options{})
 	if err != nil {
