@@ -428,31 +428,11 @@ func (t *maifsTrainer) update(lr, kl float64) (updateStats, error) {
 			return updateStats{}, err
 		}
 	}
-	size := n / fc.Minibatches
-	var total updateStats
-	for epoch := range fc.Epochs {
-		total.Epochs = epoch + 1
-		perm := t.rng.Perm(n)
-		var epochKL float64
-		for k := range fc.Minibatches {
-			idx := perm[k*size : (k+1)*size]
-			if k == fc.Minibatches-1 {
-				idx = perm[k*size:]
-			}
-			st, err := t.minibatch(idx, adv, ret, ref, lr, kl)
-			if err != nil {
-				return updateStats{}, err
-			}
-			epochKL += st.ApproxKL
-			total.add(st)
-		}
-		if fc.TargetKL > 0 && epochKL/float64(fc.Minibatches) > fc.TargetKL {
-			break
-		}
-	}
-	out := total.mean()
+	out, err := epochs(fc, n, t.rng, func(idx []int) (updateStats, error) {
+		return t.minibatch(idx, adv, ret, ref, lr, kl)
+	})
 	out.ExplainedVar = explainedVariance(value, ret)
-	return out, nil
+	return out, err
 }
 
 // minibatch takes one gradient step on the decision points idx; every loss term is the

@@ -95,34 +95,41 @@ func (l *learner) update(r *rollout, lr, kl float64, rng *rand.Rand) (updateStat
 			return updateStats{}, err
 		}
 	}
-	n := len(r.samples)
-	mb := n / cfg.Minibatches
+	out, err := epochs(cfg, len(r.samples), rng, func(idx []int) (updateStats, error) {
+		return l.minibatch(r, idx, adv, ret, ref, lr, kl)
+	})
+	out.ExplainedVar = explainedVariance(value, ret)
+	return out, err
+}
+
+// epochs runs PPO's epochs over n samples in cfg.Minibatches shuffled mini-batches (the last
+// takes the remainder), each a gradient step by minibatch, and returns the steps' mean.
+// Early stop on target_kl after a whole epoch, as CleanRL does, but on the mean approx_kl of
+// the epoch's mini-batches where CleanRL takes its last mini-batch's.
+func epochs(cfg config.FinetuneConfig, n int, rng *rand.Rand, minibatch func(idx []int) (updateStats, error)) (updateStats, error) {
+	size := n / cfg.Minibatches
 	var total updateStats
 	for epoch := range cfg.Epochs {
 		total.Epochs = epoch + 1
 		perm := rng.Perm(n)
 		var epochKL float64
 		for k := range cfg.Minibatches {
-			idx := perm[k*mb : (k+1)*mb]
+			idx := perm[k*size : (k+1)*size]
 			if k == cfg.Minibatches-1 {
-				idx = perm[k*mb:]
+				idx = perm[k*size:]
 			}
-			st, err := l.minibatch(r, idx, adv, ret, ref, lr, kl)
+			st, err := minibatch(idx)
 			if err != nil {
 				return updateStats{}, err
 			}
 			epochKL += st.ApproxKL
 			total.add(st)
 		}
-		// Early stop on target_kl after a whole epoch, as CleanRL does, but on the mean
-		// approx_kl of the epoch's mini-batches where CleanRL takes its last mini-batch's.
 		if cfg.TargetKL > 0 && epochKL/float64(cfg.Minibatches) > cfg.TargetKL {
 			break
 		}
 	}
-	out := total.mean()
-	out.ExplainedVar = explainedVariance(value, ret)
-	return out, nil
+	return total.mean(), nil
 }
 
 // minibatch takes one gradient step on the samples idx: the update of CleanRL's ppo.py,
