@@ -249,6 +249,17 @@ func (e *MAIFS) Reward(jobsInSystem int, elapsed float64) float64 {
 	return -(float64(jobsInSystem) + e.opts.MakespanWeight) * elapsed / 3600
 }
 
+// WorkLeft is a job's remaining work in hours at its reference speed (alone at its requested
+// count on its fastest type, the observation's "remaining"). Minus its sum over the jobs in the
+// system is the potential of the PPO fine-tune's reward shaping (docs/maifs.md, "Reward").
+func (e *MAIFS) WorkLeft(st fungible.JobStatus) float64 {
+	ref := e.refSpeed(st.Job)
+	if ref <= 0 {
+		return 0
+	}
+	return st.Remaining() / ref / 3600
+}
+
 // DecodeTurns decodes along the coordination graph as Decode does, agents in the order the
 // scores give (highest first, ties oldest first), but lets choose pick each agent's candidate
 // from those open at its turn: wait, and the feasible candidates that still fit what the agents

@@ -1,6 +1,7 @@
 package env
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -183,5 +184,16 @@ func TestMAIFSOptionsNameTheField(t *testing.T) {
 		if _, err := NewMAIFS(nil, fungible.SpeedModel{}, o); err == nil {
 			t.Fatalf("%+v accepted", o)
 		}
+	}
+}
+
+// WorkLeft is the remaining steps in hours at the job's best speed alone at its requested count.
+func TestMAIFSWorkLeft(t *testing.T) {
+	e, work := maifsWorld(t, "8:8:8", 1, 60, 1)
+	j := work[0]
+	ref := e.refSpeed(j)
+	st := fungible.JobStatus{Job: j, Done: float64(j.Steps) - 2*3600*ref}
+	if got := e.WorkLeft(st); math.Abs(got-2) > 1e-9 {
+		t.Fatalf("work left %g h, want 2", got)
 	}
 }

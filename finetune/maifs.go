@@ -100,6 +100,7 @@ func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 	if t.src, err = newMAIFSSource(cfg.MAIFS); err != nil {
 		return nil, err
 	}
+	t.src.gamma = fc.Gamma
 	net, man, err := nn.LoadMAIFS(fc.From, t.dev)
 	if err != nil {
 		return nil, fmt.Errorf("finetune.from: %w", err)

@@ -31,6 +31,8 @@ type maifsSource struct {
 	seeds    []uint64
 	val      []fungible.WorkloadConfig
 	valSeeds []uint64
+	// gamma is the fine-tune's discount, which the shaping term's potential difference uses.
+	gamma float64
 }
 
 func newMAIFSSource(sec config.MAIFSConfig) (*maifsSource, error) {
@@ -83,11 +85,13 @@ func (s *maifsSource) workload(w fungible.WorkloadConfig, seed uint64) ([]fungib
 }
 
 // maifsPoint is what a world hands the trainer: a decision point (the ledger the round starts
-// from, the observation, the jobs in the system), or the end of its episode.
+// from, the observation, the jobs in the system and each one's work left, env.MAIFS.WorkLeft),
+// or the end of its episode.
 type maifsPoint struct {
 	l    *fungible.Ledger
 	obs  *env.MAIFSObs
 	jobs int
+	left map[int]float64
 	end  *fungible.Result
 	err  error
 }
@@ -109,6 +113,8 @@ type maifsWorld struct {
 	// checkpoint (appendMoves), and ret the episode's (scaled) return so far.
 	moves []int32
 	ret   float64
+	// shaping and gamma weigh and discount the reward's shaping term (maifs.shaping).
+	shaping, gamma float64
 }
 
 // Plan implements fungible.RoundPolicy on the world's goroutine.
@@ -117,7 +123,11 @@ func (w *maifsWorld) Plan(l *fungible.Ledger, _ fungible.SpeedModel, s fungible.
 	if err != nil {
 		return fungible.Plan{}, err
 	}
-	w.points <- maifsPoint{l: l, obs: o, jobs: len(s.Present)}
+	left := make(map[int]float64, len(s.Present))
+	for _, st := range s.Present {
+		left[st.ID] = w.e.WorkLeft(st)
+	}
+	w.points <- maifsPoint{l: l, obs: o, jobs: len(s.Present), left: left}
 	plan, ok := <-w.plans
 	if !ok {
 		return fungible.Plan{}, errStopped
@@ -147,7 +157,7 @@ func (s *maifsSource) run(d Draw, work []fungible.Job, moves []int32) (*maifsWor
 	if err != nil {
 		return nil, err
 	}
-	w := &maifsWorld{e: e, draw: d, points: make(chan maifsPoint, 1), plans: make(chan fungible.Plan)}
+	w := &maifsWorld{e: e, draw: d, points: make(chan maifsPoint, 1), plans: make(chan fungible.Plan), shaping: s.sec.Shaping, gamma: s.gamma}
 	go func() {
 		res, err := fungible.Run(s.cluster, s.model, work, fungible.RunConfig{Policy: w, Order: order, Round: maifsRound})
 		w.points <- maifsPoint{end: &res, err: err}
@@ -181,13 +191,37 @@ func (w *maifsWorld) next() error {
 }
 
 // act hands the plan of the current decision point to the world, whose applied moves were
-// pairs (agent, candidate), and waits for the next point; it returns the point's reward.
+// pairs (agent, candidate), and waits for the next point; it returns the point's reward:
+// MAIFS.Reward plus, weighed by shaping, the potential difference γΦ(s') − Φ(s), where Φ is
+// minus the work left to the jobs of s (in hours at their reference speeds). Φ(s') counts the
+// jobs of s only: a job arriving during the round is no consequence of the round's decisions,
+// and leaving its work out takes a large, action-independent jump out of the advantage.
 func (w *maifsWorld) act(plan fungible.Plan, pairs []int32) (float64, error) {
-	r := w.e.Reward(w.cur.jobs, maifsRound) / maifsRewardScale
-	w.ret += r
+	r := w.e.Reward(w.cur.jobs, maifsRound)
+	before := w.cur.left
 	w.moves = append(append(w.moves, int32(len(pairs)/2)), pairs...)
 	w.plans <- plan
-	return r, w.next()
+	if err := w.next(); err != nil {
+		return 0, err
+	}
+	if w.shaping > 0 {
+		r += w.shaping * potentialDiff(before, w.cur.left, w.gamma)
+	}
+	r /= maifsRewardScale
+	w.ret += r
+	return r, nil
+}
+
+// potentialDiff is γΦ(s') − Φ(s) with Φ minus the work left (hours) to the jobs of s: before
+// holds each one's at s, after at s' (a job missing from after has finished; jobs only in
+// after arrived during the round and are not counted).
+func potentialDiff(before, after map[int]float64, gamma float64) float64 {
+	var was, now float64
+	for id, h := range before {
+		was += h
+		now += after[id]
+	}
+	return was - gamma*now
 }
 
 // replay applies recorded moves at the current decision point: those agents first, in their

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -277,5 +278,57 @@ func TestMAIFSKillResume(t *testing.T) {
 	}
 	if _, err := checkpoint.Read(filepath.Join(killed, BestDir)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The shaped reward is the plain one plus shaping × (γΦ(s') − Φ(s)), Φ minus the work left to
+// the jobs of s: two trainers that differ only in maifs.shaping take the same actions, and each
+// decision point's rewards differ by exactly that term, computed here from the observations (a
+// job absent from the next one has finished; one that arrived is not counted).
+func TestMAIFSShapedReward(t *testing.T) {
+	if got := potentialDiff(map[int]float64{1: 3, 2: 1}, map[int]float64{1: 2, 3: 5}, 0.5); got != 3 {
+		t.Fatalf("potential difference %g, want 4 - 0.5*2 = 3", got)
+	}
+	from := maifsClone(t, maifsConfig(t, t.TempDir()).MAIFS)
+	rollout := func(shaping float64) *maifsTrainer {
+		cfg := maifsConfig(t, t.TempDir())
+		cfg.Finetune.From = from
+		cfg.MAIFS.Shaping = shaping
+		tr, err := newMAIFSTrainer(cfg, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(tr.close)
+		if err := tr.rollout(); err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	plain, shaped := rollout(0), rollout(2)
+	n, gamma := len(plain.worlds), plain.fc.Gamma
+	left := func(s maifsSample) map[int]float64 {
+		m := map[int]float64{}
+		for _, st := range s.obs.Jobs {
+			m[st.ID] = plain.worlds[0].e.WorkLeft(st)
+		}
+		return m
+	}
+	checked := 0
+	for i := range len(plain.samples) - n {
+		p, s := plain.samples[i], shaped.samples[i]
+		if !slices.Equal(p.action, s.action) {
+			t.Fatalf("decision point %d: actions %v and %v", i, p.action, s.action)
+		}
+		if p.done {
+			continue
+		}
+		want := p.reward + float32(2*potentialDiff(left(p), left(plain.samples[i+n]), gamma)/maifsRewardScale)
+		if math.Abs(float64(s.reward-want)) > 1e-6 {
+			t.Fatalf("decision point %d: shaped reward %v, want %v (plain %v)", i, s.reward, want, p.reward)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Fatal("no decision point checked")
 	}
 }

@@ -114,7 +114,7 @@ func TestRulesNameBadInput(t *testing.T) {
 			t.Errorf("%s: %v, want the unmapped job type named", name, err)
 		}
 	}
-	if _, err := LookupRule("drf"); err == nil || !contains(err, `unknown allocation rule "drf" (have fixed, gandiva, integrated-greedy, synergy-tune)`) {
+	if _, err := LookupRule("drf"); err == nil || !contains(err, `unknown allocation rule "drf" (have fixed, gandiva, integrated-greedy, synergy-tune, tune-scale)`) {
 		t.Errorf("unknown rule: %v", err)
 	}
 }

@@ -25,11 +25,15 @@ type MAIFSOptions struct {
 	// OrderWeight weighs the order loss (Plackett-Luce over the expert's order) against the
 	// candidates' cross-entropy.
 	OrderWeight float64
-	Seed        int64
-	Dev         gotch.Device
-	Out         string // checkpoint directory ("" = none)
-	Lineage     nn.Lineage
-	Progress    func(epoch int, loss, valAgree float64)
+	// LabelSmoothing moves this share of each agent's target from the expert's candidate to a
+	// uniform spread over the candidates open at its turn, so that the clone keeps every open
+	// candidate within a fine-tune's sampling reach (0: the expert's candidate alone).
+	LabelSmoothing float64
+	Seed           int64
+	Dev            gotch.Device
+	Out            string // checkpoint directory ("" = none)
+	Lineage        nn.Lineage
+	Progress       func(epoch int, loss, valAgree float64)
 }
 
 // MAIFSResult is what the run measured.
@@ -99,6 +103,7 @@ func RunMAIFS(ctx context.Context, o MAIFSOptions) (*MAIFSResult, error) {
 			lin.Hyper = map[string]any{}
 		}
 		lin.Hyper["epochs"], lin.Hyper["batch"], lin.Hyper["lr"], lin.Hyper["order_weight"], lin.Hyper["seed"] = o.Epochs, o.Batch, o.LR, o.OrderWeight, o.Seed
+		lin.Hyper["label_smoothing"] = o.LabelSmoothing
 		if res.Manifest, err = nn.SaveMAIFS(o.Out, net, lin); err != nil {
 			return nil, err
 		}
@@ -125,9 +130,11 @@ func maifsLabels(batch []env.MAIFSSample, h *nn.MAIFSHost) (actions, order []int
 }
 
 // MAIFSLoss is the behaviour-cloning loss of out against batch: the mean over real agents of
-// the candidates' cross-entropy, plus orderWeight times the mean over real ranks of the
-// Plackett-Luce negative log-likelihood of the expert's order. Tensors are s's.
-func MAIFSLoss(s *nn.Scope, dev gotch.Device, out nn.MAIFSOutput, batch []env.MAIFSSample, h *nn.MAIFSHost, orderWeight float64) *ts.Tensor {
+// the candidates' cross-entropy (against the expert's candidate, or with smoothing > 0 a
+// target of 1 - smoothing there and smoothing spread evenly over the candidates open at the
+// agent's turn), plus orderWeight times the mean over real ranks of the Plackett-Luce negative
+// log-likelihood of the expert's order. Tensors are s's.
+func MAIFSLoss(s *nn.Scope, dev gotch.Device, out nn.MAIFSOutput, batch []env.MAIFSSample, h *nn.MAIFSHost, orderWeight, smoothing float64) *ts.Tensor {
 	actions, order, real := maifsLabels(batch, h)
 	b, n := int64(h.B), int64(h.N)
 	act := s.Longs(actions, b, n, 1)
@@ -138,6 +145,13 @@ func MAIFSLoss(s *nn.Scope, dev gotch.Device, out nn.MAIFSOutput, batch []env.MA
 	picked := s.Own(s.Own(logp.MustGather(2, act, false, false)).MustView([]int64{b, n}, false))
 	ce := s.Own(s.Own(s.Own(picked.MustMul(mask, false)).MustSum(gotch.Float, false)).MustNeg(false))
 	ce = s.Own(ce.MustDiv(count, false))
+	if smoothing > 0 {
+		// Closed candidates have the finite nn.MaskedLogit, so their zero weight zeroes them.
+		spread := s.Own(nn.HostTensor(openSpread(batch, h), []int64{b, n, int64(h.K)}, dev))
+		u := s.Own(s.Own(s.Own(logp.MustMul(spread, false)).MustSum(gotch.Float, false)).MustNeg(false))
+		u = s.Own(u.MustDiv(count, false))
+		ce = s.Own(s.Own(ce.MustMulScalar(ts.FloatScalar(1-smoothing), false)).MustAdd(s.Own(u.MustMulScalar(ts.FloatScalar(smoothing), false)), false))
+	}
 	// Plackett-Luce: at rank r, -score_r + logsumexp(scores of ranks r..end). The real ranks
 	// are the first ones, so the mask of real agents masks real ranks too.
 	sorted := s.Own(out.Order.MustGather(1, rk, false, false))
@@ -145,6 +159,26 @@ func MAIFSLoss(s *nn.Scope, dev gotch.Device, out nn.MAIFSOutput, batch []env.MA
 	pl := s.Own(s.Own(s.Own(tail.MustSub(sorted, false)).MustMul(mask, false)).MustSum(gotch.Float, false))
 	pl = s.Own(s.Own(pl.MustDiv(count, false)).MustMulScalar(ts.FloatScalar(orderWeight), false))
 	return s.Own(ce.MustAdd(pl, false))
+}
+
+// openSpread is, per real agent [B, N, K], 1 over its count of candidates open at its turn
+// (feasible and in its turn mask) on each of them, 0 elsewhere.
+func openSpread(batch []env.MAIFSSample, h *nn.MAIFSHost) []float32 {
+	w := make([]float32, h.B*h.N*h.K)
+	for b, smp := range batch {
+		for i, cands := range smp.Obs.Cand {
+			var open []int
+			for k, c := range cands {
+				if c.Feasible && (smp.Turn == nil || smp.Turn[i][k]) {
+					open = append(open, k)
+				}
+			}
+			for _, k := range open {
+				w[(b*h.N+i)*h.K+k] = 1 / float32(len(open))
+			}
+		}
+	}
+	return w
 }
 
 func maifsStep(net *nn.MAIFSNet, opt *nn.Adam, batch []env.MAIFSSample, o MAIFSOptions) (float64, error) {
@@ -165,7 +199,7 @@ func maifsStep(net *nn.MAIFSNet, opt *nn.Adam, batch []env.MAIFSSample, o MAIFSO
 		defer s.Drop()
 		opt.ZeroGrad()
 		out := net.Forward(s, h.Tensors(s, o.Dev))
-		l := MAIFSLoss(s, o.Dev, out, batch, h, o.OrderWeight)
+		l := MAIFSLoss(s, o.Dev, out, batch, h, o.OrderWeight, o.LabelSmoothing)
 		l.MustBackward()
 		loss = l.Float64Values(false)[0]
 	})

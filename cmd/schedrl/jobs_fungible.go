@@ -17,7 +17,7 @@ import (
 
 // fungibleRules are the --policy names that run a fungible rule in the order of --order; the
 // queue policies of jobs run the fixed-demand rule in their own order.
-var fungibleRules = []string{"synergy-tune", "gandiva", "integrated-greedy"}
+var fungibleRules = []string{"synergy-tune", "tune-scale", "gandiva", "integrated-greedy"}
 
 // fungibleOptions are the flags only the fungible world reads.
 type fungibleOptions struct {

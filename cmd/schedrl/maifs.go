@@ -44,6 +44,7 @@ type maifsOptions struct {
 	Batch       int
 	LR          float64
 	OrderWeight float64
+	Smoothing   float64 // label smoothing over the open candidates
 	Seed        int64
 	Dir         string
 	Dataset     string // write the decision points here as Parquet and train from what reads back
@@ -112,6 +113,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 	f.IntVar(&opts.Batch, "batch", 8, "decision points per batch")
 	f.Float64Var(&opts.LR, "lr", 1e-3, "Adam learning rate")
 	f.Float64Var(&opts.OrderWeight, "order-weight", 1, "weight of the order loss")
+	f.Float64Var(&opts.Smoothing, "label-smoothing", 0, "share of each agent's target spread over the candidates open at its turn (default: maifs.label_smoothing)")
 	f.Int64Var(&opts.Seed, "seed", 1, "network initialisation and batch order seed")
 	f.StringVar(&opts.Dir, "out", "", "checkpoint directory (required)")
 	f.StringVar(&opts.Dataset, "dataset", "", "also write the expert's decision points to this directory (maifs-transitions-v1 Parquet) and train from what it reads back")
@@ -128,6 +130,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 		"expert": func() { m.Expert = o.Expert }, "order": func() { m.Order = o.Order }, "every": func() { m.Every = o.Every },
 		"throughputs": func() { m.Throughputs = o.Throughputs }, "profiles": func() { m.Profiles = o.Profiles }, "synergy-map": func() { m.Mapping = o.Mapping },
 		"window": func() { m.Window = o.Env.Window }, "partners": func() { m.Partners = o.Env.Partners }, "fixed-demand": func() { m.FixedDemand = o.Env.FixedDemand },
+		"label-smoothing": func() { m.LabelSmoothing = o.Smoothing },
 	} {
 		if f.Changed(name) {
 			apply()
@@ -137,7 +140,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 		return fmt.Errorf("maifs-bc: maifs.%w", err)
 	}
 	o.Cluster, o.ServerGPUs, o.Generate, o.Seeds, o.ValSeeds = m.Cluster, m.ServerGPUs, m.Generate, m.Seeds, m.ValSeeds
-	o.Expert, o.Order, o.Every = m.Expert, m.Order, m.Every
+	o.Expert, o.Order, o.Every, o.Smoothing = m.Expert, m.Order, m.Every, m.LabelSmoothing
 	o.Throughputs, o.Profiles, o.Mapping = m.Throughputs, m.Profiles, m.Mapping
 	o.Env = env.MAIFSOptions{Window: m.Window, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
 	return nil
@@ -245,7 +248,7 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 	}
 	arch := nn.NewMAIFSArch(opts.Hidden, opts.Heads, opts.HeadHidden, !opts.NoAttention, e.Options())
 	res, err := pretrain.RunMAIFS(ctx, pretrain.MAIFSOptions{Arch: arch, Train: train, Val: val, Epochs: opts.Epochs, Batch: opts.Batch,
-		LR: opts.LR, OrderWeight: opts.OrderWeight, Seed: opts.Seed, Dev: dev, Out: opts.Dir,
+		LR: opts.LR, OrderWeight: opts.OrderWeight, LabelSmoothing: opts.Smoothing, Seed: opts.Seed, Dev: dev, Out: opts.Dir,
 		Lineage: nn.Lineage{CodeRevision: rev, Hyper: map[string]any{"expert": opts.Expert, "order": opts.Order, "generate": opts.Generate, "seeds": opts.Seeds}},
 		Progress: func(epoch int, loss, agree float64) {
 			if !opts.JSON {

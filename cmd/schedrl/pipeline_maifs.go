@@ -66,7 +66,7 @@ func pretrainMAIFS(ctx context.Context, cfg config.Config, pe pipeline.Env) (pip
 	}
 	arch := nn.NewMAIFSArch(cfg.Network.Hidden, maifsHeads, cfg.Network.HeadHidden, true, e.Options())
 	res, err := pretrain.RunMAIFS(ctx, pretrain.MAIFSOptions{Arch: arch, Train: train, Val: val, Epochs: cfg.Pretrain.Epochs,
-		Batch: cfg.Pretrain.BatchSize, LR: cfg.Pretrain.LR, OrderWeight: 1, Seed: cfg.Seed, Dev: dev, Out: pe.OutDir,
+		Batch: cfg.Pretrain.BatchSize, LR: cfg.Pretrain.LR, OrderWeight: 1, LabelSmoothing: cfg.MAIFS.LabelSmoothing, Seed: cfg.Seed, Dev: dev, Out: pe.OutDir,
 		Lineage: nn.Lineage{CodeRevision: rev, Hyper: map[string]any{"expert": man.Source["expert"], "order": man.Source["order"],
 			"epochs": cfg.Pretrain.Epochs, "batch": cfg.Pretrain.BatchSize, "lr": cfg.Pretrain.LR}},
 		Progress: func(epoch int, loss, agree float64) {

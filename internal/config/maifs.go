@@ -37,20 +37,27 @@ type MAIFSConfig struct {
 	Seeds    string   `mapstructure:"seeds" yaml:"seeds"`
 	ValSeeds string   `mapstructure:"val_seeds" yaml:"val_seeds"`
 	Every    int      `mapstructure:"every" yaml:"every"`
+	// LabelSmoothing is behaviour cloning's share of each agent's target spread over the
+	// candidates open at its turn (pretrain.MAIFSOptions.LabelSmoothing).
+	LabelSmoothing float64 `mapstructure:"label_smoothing" yaml:"label_smoothing"`
 	// PPOGenerate and PPOSeeds are the fine-tune's episodes: each draws a workload and a seed
 	// uniformly from these.
 	PPOGenerate []string `mapstructure:"ppo_generate" yaml:"ppo_generate"`
 	PPOSeeds    string   `mapstructure:"ppo_seeds" yaml:"ppo_seeds"`
+	// Shaping weighs the PPO reward's potential-based shaping term, γΦ(s') − Φ(s) with Φ minus
+	// the work left to the jobs of s in hours at their reference speeds (docs/maifs.md,
+	// "Reward"); 0 trains on the plain reward.
+	Shaping float64 `mapstructure:"shaping" yaml:"shaping"`
 	// HeldOut are the seeds the policies are compared on (docs/maifs.md); no training or
 	// validation seed may be one of them.
 	HeldOut string `mapstructure:"held_out_seeds" yaml:"held_out_seeds"`
 }
 
-// SetDefaults is docs/maifs.md's measured clone: 36:36:36 in 8-GPU servers, the vendored
+// SetDefaults is docs/maifs.md's measured recipe: 36:36:36 in 8-GPU servers, the vendored
 // tables, window 100 with 2 partners, makespan weight 1, TUNE in SRTF order on 300 multi-GPU
-// jobs at lam 900 and 1500 s (seeds 1000-1003, every 4th decision point), validation seed 900;
-// PPO episodes of 100 jobs at the same rates (shorter, so episodes end within a run), seeds
-// 2000-9999; held-out seeds 49-58.
+// jobs at lam 900 and 1500 s (seeds 1000-1003, every 4th decision point, no label smoothing),
+// validation seeds 900-902; PPO episodes of 100 jobs at the same rates (shorter, so episodes
+// end within a run), seeds 2000-9999, the reward shaped with weight 1; held-out seeds 49-58.
 func (c *MAIFSConfig) SetDefaults() {
 	*c = MAIFSConfig{
 		Cluster: "36:36:36", ServerGPUs: 8,
@@ -60,10 +67,10 @@ func (c *MAIFSConfig) SetDefaults() {
 		Window:      100, Partners: 2, MakespanWeight: 1,
 		Expert: "synergy-tune", Order: "srtf",
 		Generate: []string{"jobs=300,lam=900,multigpu", "jobs=300,lam=1500,multigpu"},
-		Seeds:    "1000-1003", ValSeeds: "900", Every: 4,
+		Seeds:    "1000-1003", ValSeeds: "900-902", Every: 4,
 		PPOGenerate: []string{"jobs=100,lam=900,multigpu", "jobs=100,lam=1500,multigpu"},
-		PPOSeeds:    "2000-9999",
-		HeldOut:     "49-58",
+		PPOSeeds:    "2000-9999", Shaping: 1,
+		HeldOut: "49-58",
 	}
 }
 
@@ -95,6 +102,10 @@ func (c MAIFSConfig) Validate() error {
 		return fmt.Errorf("generate: list at least one workload (jobs=N,lam=S[,multigpu])")
 	case c.Every < 1:
 		return fmt.Errorf("every: must be >= 1, got %d", c.Every)
+	case !(c.LabelSmoothing >= 0 && c.LabelSmoothing < 1):
+		return fmt.Errorf("label_smoothing: must be in [0, 1), got %v", c.LabelSmoothing)
+	case c.Shaping < 0 || math.IsInf(c.Shaping, 0) || math.IsNaN(c.Shaping):
+		return fmt.Errorf("shaping: must be >= 0, got %v", c.Shaping)
 	case len(c.PPOGenerate) == 0:
 		return fmt.Errorf("ppo_generate: list at least one workload (jobs=N,lam=S[,multigpu])")
 	}

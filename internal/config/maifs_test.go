@@ -27,6 +27,8 @@ func TestMAIFSConfigValidate(t *testing.T) {
 		"generate[1]:":     func(c *MAIFSConfig) { c.Generate = []string{"jobs=10,lam=900", " "} },
 		"every:":           func(c *MAIFSConfig) { c.Every = 0 },
 		"ppo_generate:":    func(c *MAIFSConfig) { c.PPOGenerate = nil },
+		"label_smoothing:": func(c *MAIFSConfig) { c.LabelSmoothing = 1 },
+		"shaping:":         func(c *MAIFSConfig) { c.Shaping = -1 },
 		"held_out_seeds:":  func(c *MAIFSConfig) { c.HeldOut = "x" },
 		"seeds:":           func(c *MAIFSConfig) { c.Seeds = "50-60" },
 		"val_seeds:":       func(c *MAIFSConfig) { c.ValSeeds = "58" },
