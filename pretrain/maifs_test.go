@@ -2,6 +2,7 @@ package pretrain
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -74,4 +75,73 @@ func TestRunMAIFSRefusesBadOptions(t *testing.T) {
 	if _, err := RunMAIFS(context.Background(), MAIFSOptions{Train: make([]env.MAIFSSample, 1), Epochs: 0, Batch: 1, LR: 1}); err == nil {
 		t.Fatal("0 epochs accepted")
 	}
+}
+
+// With label smoothing ε the candidates' loss is (1-ε) times the cross-entropy against the
+// expert plus ε times the mean negative log-probability of the candidates open at each agent's
+// turn, recomputed here from the network's logits.
+func TestMAIFSLossSmoothsOverOpenCandidates(t *testing.T) {
+	m := fungibletest.Model(t)
+	e, err := env.NewMAIFS(fungibletest.Cluster(t, "8:8:8"), m, env.MAIFSOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := expertSamples(t, e, m, 30, 11)[:4]
+	arch := nn.NewMAIFSArch(16, 2, 16, true, e.Options())
+	nn.Seed(3)
+	net, err := nn.NewMAIFSNet(arch, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := make([]*env.MAIFSObs, len(batch))
+	for b, s := range batch {
+		obs[b] = s.Obs
+	}
+	h, err := nn.NewMAIFSHost(arch, obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b, s := range batch {
+		h.MaskTurns(b, s.Turn)
+	}
+	nn.NoGrad(func() {
+		s := nn.NewScope(gotch.CPU)
+		defer s.Drop()
+		out := net.Forward(s, h.Tensors(s, gotch.CPU))
+		ce := MAIFSLoss(s, gotch.CPU, out, batch, h, 0, 0).Float64Values(false)[0]
+		smoothed := MAIFSLoss(s, gotch.CPU, out, batch, h, 0, 0.2).Float64Values(false)[0]
+		logits := nn.HostFloats(out.Logits, nil)
+		var spread float64
+		agents := 0
+		for b, smp := range batch {
+			for i, cands := range smp.Obs.Cand {
+				row := logits[(b*h.N+i)*h.K : (b*h.N+i+1)*h.K]
+				top := math.Inf(-1)
+				for _, l := range row {
+					top = max(top, float64(l))
+				}
+				lse := 0.0
+				for _, l := range row {
+					lse += math.Exp(float64(l) - top)
+				}
+				lse = top + math.Log(lse)
+				sum, open := 0.0, 0
+				for k, c := range cands {
+					if c.Feasible && smp.Turn[i][k] {
+						sum -= float64(row[k]) - lse
+						open++
+					}
+				}
+				spread += sum / float64(open)
+				agents++
+			}
+		}
+		spread /= float64(agents)
+		if want := 0.8*ce + 0.2*spread; math.Abs(smoothed-want) > 1e-4*math.Abs(want) {
+			t.Fatalf("smoothed loss %g, want 0.8 x %g + 0.2 x %g = %g", smoothed, ce, spread, want)
+		}
+		if math.Abs(smoothed-ce) < 1e-6 {
+			t.Fatalf("smoothing changed nothing: %g", smoothed)
+		}
+	})
 }

@@ -180,12 +180,12 @@ func TestMAIFSBCFlagsOverrideConfig(t *testing.T) {
 		"maifs:\n  cluster: \"8:8:8\"\n  generate: [\"jobs=20,lam=900\"]\n  seeds: \"1000-1001\"\n  every: 3\n  makespan_weight: 2\n")
 	var got *maifsOptions
 	cmd := newMAIFSCmd(func(_ context.Context, o *maifsOptions) error { got = o; return nil })
-	cmd.SetArgs([]string{"--config", cfgPath, "--seeds", "1005", "--window", "50", "--out", "x"})
+	cmd.SetArgs([]string{"--config", cfgPath, "--seeds", "1005", "--window", "50", "--label-smoothing", "0.05", "--out", "x"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
-	if got.Cluster != "8:8:8" || got.Seeds != "1005" || got.Every != 3 || got.Env.Window != 50 || got.Env.Partners != 2 ||
-		got.Env.MakespanWeight != 2 || got.ValSeeds != "900" || got.Expert != "synergy-tune" || len(got.Generate) != 1 ||
+	if got.Smoothing != 0.05 || got.Config.MAIFS.LabelSmoothing != 0.05 || got.Cluster != "8:8:8" || got.Seeds != "1005" || got.Every != 3 || got.Env.Window != 50 || got.Env.Partners != 2 ||
+		got.Env.MakespanWeight != 2 || got.ValSeeds != "900-902" || got.Expert != "synergy-tune" || len(got.Generate) != 1 ||
 		got.Throughputs != filepath.Join("data", "gavel", "simulation_throughputs.json") || got.Config.MAIFS.Seeds != "1005" {
 		t.Fatalf("options %+v", *got)
 	}
