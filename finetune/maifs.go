@@ -105,9 +105,14 @@ func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finetune.from: %w", err)
 	}
-	if net.Arch.Options != t.src.opts {
+	// The makespan weight only prices the reward, so the fine-tune may set its own; every other
+	// option shapes the observation or the candidates and must be the clone's.
+	cloned := net.Arch.Options
+	cloned.MakespanWeight = t.src.opts.MakespanWeight
+	if cloned != t.src.opts {
 		return nil, fmt.Errorf("finetune.from: %s was cloned with environment options %+v, the maifs section has %+v", fc.From, net.Arch.Options, t.src.opts)
 	}
+	net.Arch.Options = t.src.opts
 	t.net, t.parent = net, man.Digest()
 	// The clone is loaded even at kl_coef 0: the record's kl_pretrained says how far the
 	// policy moved from it either way.

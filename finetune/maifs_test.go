@@ -232,6 +232,25 @@ func TestMAIFSBadConfig(t *testing.T) {
 	}
 }
 
+// The makespan weight only prices the reward: a fine-tune may set another than its clone's,
+// and its network then records the weight it is trained at.
+func TestMAIFSMakespanWeightIsTheFineTunes(t *testing.T) {
+	cfg := maifsConfig(t, t.TempDir())
+	cfg.Finetune.From = maifsClone(t, cfg.MAIFS)
+	cfg.MAIFS.MakespanWeight = 10
+	tr, err := newMAIFSTrainer(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.close()
+	if got := tr.net.Arch.Options.MakespanWeight; got != 10 {
+		t.Fatalf("network's makespan weight %v, want 10", got)
+	}
+	if got := tr.src.opts.MakespanWeight; got != 10 {
+		t.Fatalf("worlds' makespan weight %v, want 10", got)
+	}
+}
+
 // maifsLongConfig is maifsConfig over 12 updates, long enough to be killed mid-run.
 func maifsLongConfig(t *testing.T, from, out string) config.Config {
 	cfg := maifsConfig(t, out)
