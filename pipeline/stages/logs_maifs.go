@@ -121,7 +121,7 @@ func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, e
 	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
 	order, _ := jobs.NewPolicy(s.sec.Order)
 	e.Progress.Start(int64(len(s.sec.Generate)*len(s.seeds)), "runs")
-	rounds := 0
+	rounds, run := 0, 0
 	for _, spec := range s.sec.Generate {
 		wc, err := fungible.ParseWorkloadSpec(spec)
 		if err != nil {
@@ -144,7 +144,11 @@ func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, e
 			}
 			h := fungible.LogHeader{Cluster: s.sec.Cluster, ServerGPUs: s.sec.ServerGPUs, Servers: fungible.LogServers(cluster), RoundS: s.round,
 				Rule: s.sec.Expert, Order: s.sec.Order, Workload: spec, Seed: seed, Jobs: fungible.LogJobs(work)}
-			name := fmt.Sprintf("%s-seed%d.jsonl", fileSafe(spec), seed)
+			// Numbered in run order: the datasets stage reads logs in name order, so it sees them
+			// in the config's order, as maifs-bc records them, and the same seed clones the same
+			// network both ways (by spec name, lam=1500 would come before lam=900).
+			name := fmt.Sprintf("%03d-%s-seed%d.jsonl", run, fileSafe(spec), seed)
+			run++
 			if err := fungible.WriteLogFile(filepath.Join(e.OutDir, name), h, files, rec.Rounds, res); err != nil {
 				return pipeline.Result{}, err
 			}

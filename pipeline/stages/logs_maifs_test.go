@@ -1,14 +1,22 @@
 package stages
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/pipeline"
 )
 
 // maifsConfig is a MAIFS pipeline's config (configs/maifs-smoke.yaml's shape) on the
@@ -70,5 +78,48 @@ func TestMAIFSPipelineRefusesBadInput(t *testing.T) {
 		if entries, _ := os.ReadDir(cfg.Pipeline.Dir); len(entries) > 0 {
 			t.Errorf("%s: the refused pipeline wrote %d entries in %s", c.key, len(entries), cfg.Pipeline.Dir)
 		}
+	}
+}
+
+type noProgress struct{}
+
+func (noProgress) Start(int64, string) {}
+func (noProgress) Add(int64)           {}
+
+// The logs' names sort in the config's order (maifs.generate, then maifs.seeds and
+// maifs.val_seeds), the order maifs-bc records its expert in, even where the specs' own names
+// sort the other way (lam=900 after lam=1500).
+func TestMAIFSLogsSortInConfigOrder(t *testing.T) {
+	cfg := maifsConfig(t)
+	cfg.MAIFS.Generate, cfg.MAIFS.Seeds, cfg.MAIFS.ValSeeds = []string{"jobs=6,lam=900", "jobs=6,lam=1500"}, "1000-1001", "900"
+	stage, err := newMAIFSLogs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	if _, err := stage.Run(context.Background(), pipeline.Env{OutDir: out, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Progress: noProgress{}}); err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join(out, "*.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(names)
+	var got []string
+	for _, name := range names {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lg, err := fungible.ReadLog(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s/%d", lg.Header.Workload, lg.Header.Seed))
+	}
+	want := []string{"jobs=6,lam=900/1000", "jobs=6,lam=900/1001", "jobs=6,lam=900/900", "jobs=6,lam=1500/1000", "jobs=6,lam=1500/1001", "jobs=6,lam=1500/900"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("logs in name order %v, want %v", got, want)
 	}
 }
