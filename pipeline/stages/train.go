@@ -44,6 +44,7 @@ type trainKey struct {
 // by finetune.env (placement reads none): they enter the fine-tune's key. A new environment
 // adds its line.
 var envSections = map[string]func(config.Config) any{
+	"defrag":        func(c config.Config) any { return c.Defrag },
 	"defrag-online": func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
 	"maifs":         func(c config.Config) any { return c.MAIFS },
 }
