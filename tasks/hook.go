@@ -1,8 +1,11 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/schedrl/schedrl/engine"
 	"github.com/schedrl/schedrl/sim"
@@ -106,6 +109,50 @@ func (v *View) Migrate(task string, to sim.Choice, downtime float64) error {
 	w.res.DowntimeS += downtime
 	w.res.DowntimeGPUSeconds += downtime * float64(p.Task.TotalGPUMilli()) / sim.MilliPerGPU
 	return nil
+}
+
+// Repack moves running tasks to the places assign gives them all at once and at no cost (no
+// downtime, no budget): every task named leaves its place, then each takes its new one, so a
+// repack may swap tasks that no sequence of single migrations could. If a task is not running,
+// is migrating, or does not fit, the cluster is left as it was and an error returned. It
+// returns the number of tasks that changed place (counted in Result.Migrations). A decision
+// log cannot record a simultaneous move, so a logged run refuses it.
+func (v *View) Repack(assign map[string]sim.Choice) (int, error) {
+	w, h := v.w, &v.w.hook
+	if w.log != nil {
+		return 0, fmt.Errorf("repack: a decision log cannot record a simultaneous repack")
+	}
+	names := slices.Sorted(maps.Keys(assign))
+	old := make([]sim.Placement, len(names))
+	for k, name := range names {
+		i, ok := h.index[name]
+		p, running := w.c.Placement(name)
+		if !ok || !running || h.moving[i] {
+			return 0, fmt.Errorf("repack %q: task is not running, or is migrating", name)
+		}
+		old[k] = p
+	}
+	snap := w.c.Snapshot()
+	defer w.c.Discard(snap)
+	for _, name := range names {
+		if _, err := w.c.Remove(name); err != nil {
+			return 0, errors.Join(err, w.c.Restore(snap))
+		}
+	}
+	for k, name := range names {
+		if err := w.c.Place(old[k].Task, assign[name]); err != nil {
+			return 0, errors.Join(fmt.Errorf("repack %q: %w", name, err), w.c.Restore(snap))
+		}
+	}
+	moved := 0
+	for k, name := range names {
+		if to := assign[name]; to != old[k].Choice {
+			w.moved(v.e, h.index[name], old[k], to)
+			moved++
+		}
+	}
+	w.res.Migrations += moved
+	return moved, nil
 }
 
 // hookState is the world's bookkeeping for a defragmenter (unused without one).

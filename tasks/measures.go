@@ -56,11 +56,12 @@ func class(a Arrival) string {
 // classes): the tasks fragmentation makes wait.
 func WholeGPU(a Arrival) bool { return a.Task.NumGPU > 0 && !a.Task.Sharing() }
 
-// Measured lists the tasks that count: arrived at or after the warm-up and not rejected.
+// Measured lists the tasks that count: arrived at or after the warm-up, not rejected, and not
+// of an injected burst.
 func (r *Result) Measured() []int {
 	var out []int
 	for i, a := range r.Arrivals {
-		if a.Time >= r.Warmup && !math.IsNaN(r.Start[i]) {
+		if a.Time >= r.Warmup && !math.IsNaN(r.Start[i]) && !a.Burst {
 			out = append(out, i)
 		}
 	}
@@ -112,15 +113,28 @@ func (r *Result) DelayStats(keep func(Arrival) bool) Stats {
 	return statsOf(x)
 }
 
+// BurstDelays is the queueing-delay statistics of the injected burst's tasks (WithBurst),
+// whenever they arrived; a rejected one (fitting no node of the empty cluster) is left out.
+func (r *Result) BurstDelays() Stats {
+	var x []float64
+	for i, a := range r.Arrivals {
+		if a.Burst && !math.IsNaN(r.Start[i]) {
+			x = append(x, r.QueueDelay(i))
+		}
+	}
+	return statsOf(x)
+}
+
 // WriteSeries writes the time series as CSV.
 func WriteSeries(w io.Writer, series []Point) error {
 	cw := csv.NewWriter(w)
 	f := func(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
-	if err := cw.Write([]string{"time_s", "alloc_gpu_pct", "frag_gpu", "frag_ratio_pct", "running", "waiting"}); err != nil {
+	if err := cw.Write([]string{"time_s", "alloc_gpu_pct", "frag_gpu", "frag_ratio_pct", "running", "waiting", "free_gpus", "free_8gpu_nodes"}); err != nil {
 		return err
 	}
 	for _, p := range series {
-		if err := cw.Write([]string{f(p.Time), f(p.AllocGPUPct), f(p.FragGPU), f(p.FragRatioPct), strconv.Itoa(p.Running), strconv.Itoa(p.Waiting)}); err != nil {
+		if err := cw.Write([]string{f(p.Time), f(p.AllocGPUPct), f(p.FragGPU), f(p.FragRatioPct), strconv.Itoa(p.Running), strconv.Itoa(p.Waiting),
+			strconv.Itoa(p.FreeGPUs), strconv.Itoa(p.FreeNodes8)}); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,26 @@ type Arrival struct {
 	Time    float64 // seconds
 	RunTime float64 // seconds, after the cap
 	Capped  bool    // the trace's run time was longer than the cap
+	// Burst marks a task of an injected burst (the readiness probe, WithBurst): its wait is
+	// measured apart (Result.BurstDelays), not with the workload's tasks.
+	Burst bool
+}
+
+// WithBurst returns arrivals with n copies of t (named burst-0, burst-1, ...) arriving at time
+// at and running runTime seconds, after the arrivals at the same instant.
+func WithBurst(arrivals []Arrival, t sim.Task, n int, at, runTime float64) ([]Arrival, error) {
+	if n < 0 || !(at >= 0) || math.IsInf(at, 0) || !(runTime > 0) || math.IsInf(runTime, 0) {
+		return nil, fmt.Errorf("burst: %d tasks at %v s running %v s", n, at, runTime)
+	}
+	k := sort.Search(len(arrivals), func(i int) bool { return arrivals[i].Time > at })
+	out := make([]Arrival, 0, len(arrivals)+n)
+	out = append(out, arrivals[:k]...)
+	for j := range n {
+		b := t
+		b.Name = fmt.Sprintf("burst-%d", j)
+		out = append(out, Arrival{Task: b, Time: at, RunTime: runTime, Burst: true})
+	}
+	return append(out, arrivals[k:]...), nil
 }
 
 // WorkloadConfig says how arrivals are made. Load 0 replays the trace's own creation times

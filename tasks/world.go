@@ -39,6 +39,9 @@ type Point struct {
 	FragRatioPct float64
 	Running      int
 	Waiting      int
+	// FreeGPUs counts the whole idle GPUs; FreeNodes8 the 8-GPU nodes with every GPU idle
+	// (readiness: room for whole-GPU and whole-node jobs, CPU and memory aside).
+	FreeGPUs, FreeNodes8 int
 }
 
 // Result is a run's outcome. Start and Finish are per arrival (NaN for a rejected task: one
@@ -55,6 +58,9 @@ type Result struct {
 	Makespan float64
 	// AllocGPUMeanPct and FragGPUMean are time means over the window.
 	AllocGPUMeanPct, FragGPUMean float64
+	// FragRatioMeanPct is the time mean over the window of the fragment ratio: FGD's fragment
+	// of the idle GPU capacity over the idle GPU capacity (0 while no GPU is idle).
+	FragRatioMeanPct float64
 	// Utilization is the allocated GPU-time over the capacity times the makespan.
 	Utilization float64
 	Series      []Point
@@ -88,6 +94,7 @@ type world struct {
 	capGPU            float64
 	last              float64 // time up to which the integrals run
 	allocInt, fragInt float64 // over the window, milli-GPU x s
+	fragRatioInt      float64 // over the window, % x s
 	usedInt           float64 // over the whole run
 	nextSample, first float64
 	winStart, winEnd  float64
@@ -162,6 +169,7 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 	if span := w.winEnd - w.winStart; span > 0 {
 		r.AllocGPUMeanPct = 100 * w.allocInt / (w.capGPU * span)
 		r.FragGPUMean = w.fragInt / (sim.MilliPerGPU * span)
+		r.FragRatioMeanPct = w.fragRatioInt / span
 	}
 	r.PendingGPUHours = w.pendingInt / (sim.MilliPerGPU * 3600)
 	r.QueuedGPUSeconds = w.pendingAll / sim.MilliPerGPU
@@ -175,25 +183,40 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 func (w *world) advance(t float64) {
 	_, _, used := w.c.Used()
 	u, f := float64(used), w.c.ClusterFrag()
+	var ratio float64
+	if idle := w.capGPU - u; idle > 0 {
+		ratio = 100 * f / idle
+	}
 	w.usedInt += u * (t - w.last)
 	w.pendingAll += float64(w.waitMilli) * (t - w.last)
 	if lo, hi := max(w.last, w.winStart), min(t, w.winEnd); hi > lo {
 		w.allocInt += u * (hi - lo)
 		w.fragInt += f * (hi - lo)
+		w.fragRatioInt += ratio * (hi - lo)
 		w.pendingInt += float64(w.waitMilli) * (hi - lo)
 	}
 	if w.cfg.SeriesStep > 0 {
 		// The state since the last event holds on [last, t).
 		for ; w.nextSample < t; w.nextSample += w.cfg.SeriesStep {
 			p := Point{Time: w.nextSample, AllocGPUPct: 100 * u / w.capGPU, FragGPU: f / sim.MilliPerGPU,
-				Running: w.c.Running(), Waiting: w.q.Waiting()}
-			if idle := w.capGPU - u; idle > 0 {
-				p.FragRatioPct = 100 * f / idle
-			}
+				FragRatioPct: ratio, Running: w.c.Running(), Waiting: w.q.Waiting()}
+			p.FreeGPUs, p.FreeNodes8 = freeWhole(w.c)
 			w.res.Series = append(w.res.Series, p)
 		}
 	}
 	w.last = t
+}
+
+// freeWhole counts c's whole idle GPUs and its 8-GPU nodes with every GPU idle.
+func freeWhole(c *sim.Cluster) (gpus, nodes8 int) {
+	for i := range c.NumNodes() {
+		k := c.Free(i).FullGPUs()
+		gpus += k
+		if k == 8 {
+			nodes8++
+		}
+	}
+	return gpus, nodes8
 }
 
 func (w *world) handle(e *engine.Engine, ev engine.Event) error {

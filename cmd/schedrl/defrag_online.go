@@ -40,6 +40,17 @@ type defragOnlineOptions struct {
 	Placer, Queue         string
 	Registry              config.RegistryConfig // where MODEL@ALIAS resolves
 	Online                online.Config
+	// Explicit names the trigger keys given on the command line (every, budget, cap-per-hour,
+	// util-threshold); under the periodic trigger the others take online.PeriodicConfig's
+	// values for the cluster's size.
+	Explicit map[string]bool
+	// SampleNodes, when > 0, runs on a seeded sample of that many nodes of Nodes
+	// (online.SubCluster; DRR's 64-node clusters).
+	SampleNodes int
+	// Burst jobs of 8 GPUs arrive at one seeded instant of the measured window and run
+	// BurstRunTime seconds (the readiness probe; 0: none).
+	Burst        int
+	BurstRunTime float64
 	// Pooled measures the idealised bound instead of a method: the same arrivals on one pool of
 	// the cluster's GPUs, where a task starts whenever the cluster's free GPUs suffice
 	// (tasks.RunPooled).
@@ -56,7 +67,7 @@ type defragOnlineOptions struct {
 func defaultDefragOnlineOptions() defragOnlineOptions {
 	return defragOnlineOptions{Nodes: "data/openb/openb_node_list_gpu_node.csv", Duration: 86400, Warmup: 4 * 3600,
 		Cap: tasks.DefaultCap, Method: "none", Device: "cpu", Placer: "fgd", Queue: "backfill",
-		Online: online.DefaultConfig(), SeriesStep: 60}
+		Online: online.DefaultConfig(), SeriesStep: 60, BurstRunTime: 3600}
 }
 
 // defragOnlineSummary is the printed result; delays are of the tasks arrived after the warm-up.
@@ -65,7 +76,16 @@ type defragOnlineSummary struct {
 	Load              float64                `json:"load"`
 	OfferedLoad       float64                `json:"offered_load"`
 	Seed              uint64                 `json:"seed"`
+	Placer            string                 `json:"placer"`
+	Nodes             int                    `json:"nodes"`
 	Tasks             int                    `json:"tasks"`
+	FragRatioMean     float64                `json:"frag_ratio_mean_pct"`
+	FreeGPUsMean      float64                `json:"free_gpus_mean"`
+	FreeGPUsMin       int                    `json:"free_gpus_min"`
+	FreeNodes8Mean    float64                `json:"free_8gpu_nodes_mean"`
+	FreeNodes8Min     int                    `json:"free_8gpu_nodes_min"`
+	BurstAt           float64                `json:"burst_at_s,omitempty"`
+	BurstDelay        *tasks.Stats           `json:"burst_queue_delay,omitempty"`
 	GPUDelayMean      float64                `json:"gpu_queue_delay_mean_s"`
 	GPUDelayP95       float64                `json:"gpu_queue_delay_p95_s"`
 	WholeGPUDelayMean float64                `json:"whole_gpu_queue_delay_mean_s"`
@@ -108,6 +128,10 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 			if store, _ := cmd.Flags().GetString("store"); store != "" {
 				o.Registry.Store = store
 			}
+			o.Explicit = map[string]bool{}
+			for _, k := range []string{"every", "budget", "cap-per-hour", "util-threshold", "head-wait"} {
+				o.Explicit[k] = cmd.Flags().Changed(k)
+			}
 			o.Out = cmd.OutOrStdout()
 			return runF(cmd.Context(), &o)
 		},
@@ -122,12 +146,17 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.Float64Var(&o.Duration, "duration", o.Duration, "arrivals end at this time (seconds)")
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "unmeasured start (seconds)")
 	f.Float64Var(&o.Cap, "cap", o.Cap, "run-time cap (seconds; 0 none)")
-	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", "))
+	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", ")+", or oracle (repack everything at each check, no cost, no budget)")
 	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method")
 	f.StringVar(&o.Device, "device", o.Device, "device of --model (cpu, cuda, auto)")
 	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(policy.Placers(), ", "))
 	f.StringVar(&o.Queue, "queue", o.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
+	f.StringVar(&o.Online.Trigger, "trigger", online.TriggerQueue, "when a check acts: queue (the head waited --head-wait) or periodic (DRR's: every --every seconds whatever the queue; unset --every, --budget, --cap-per-hour, --util-threshold take DRR's 3600 s, 5 an hour per 64 nodes, 0.5)")
 	f.Float64Var(&o.Online.Every, "every", o.Online.Every, "seconds between trigger checks (Δt)")
+	f.Float64Var(&o.Online.UtilThreshold, "util-threshold", 0, "move tasks only off nodes whose GPU allocation is under this share (0: any node)")
+	f.IntVar(&o.SampleNodes, "sample-nodes", 0, "run on a seeded sample of this many nodes of --nodes (0: all)")
+	f.IntVar(&o.Burst, "burst", 0, "inject this many 8-GPU jobs at one seeded instant of the measured window and report their wait (0: none)")
+	f.Float64Var(&o.BurstRunTime, "burst-runtime", o.BurstRunTime, "run time of a burst job (seconds)")
 	f.Float64Var(&o.Online.HeadWait, "head-wait", o.Online.HeadWait, "act only when the queue head has waited this long (T, seconds; 0: every check)")
 	f.IntVar(&o.Online.Budget, "budget", o.Online.Budget, "migrations per invocation")
 	f.IntVar(&o.Online.CapPerHour, "cap-per-hour", o.Online.CapPerHour, "migrations started in any hour")
@@ -158,8 +187,18 @@ func (o *defragOnlineOptions) validate() error {
 		return fmt.Errorf("pooled: a measurement without a defragmenter: give no --method or --model")
 	case o.Demos != "" && (o.Model != "" || strings.EqualFold(o.Method, "none")):
 		return fmt.Errorf("demos: demonstrations record a --method (make-room, greedy, ...)")
-	case o.Series != "" && !(o.SeriesStep > 0):
+	case !(o.SeriesStep > 0):
 		return fmt.Errorf("series-step: must be > 0 seconds, got %v", o.SeriesStep)
+	case o.SampleNodes < 0:
+		return fmt.Errorf("sample-nodes: must be >= 0, got %d", o.SampleNodes)
+	case o.Burst < 0:
+		return fmt.Errorf("burst: must be >= 0 jobs, got %d", o.Burst)
+	case o.Burst > 0 && !(o.BurstRunTime > 0):
+		return fmt.Errorf("burst-runtime: must be > 0 seconds, got %v", o.BurstRunTime)
+	case o.Online.Trigger == online.TriggerPeriodic && o.Explicit["head-wait"]:
+		return fmt.Errorf("head-wait: the periodic trigger acts whatever the queue; give --head-wait only with --trigger queue")
+	case strings.EqualFold(o.Method, online.OracleName) && (o.Model != "" || o.Demos != ""):
+		return fmt.Errorf("method: oracle repacks by itself: no --model or --demos with it")
 	}
 	return o.Online.Validate()
 }
@@ -184,7 +223,7 @@ func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, erro
 		}
 		return online.FromDefrag(p, o.demoOptions()), nil
 	}
-	if strings.EqualFold(o.Method, "none") {
+	if strings.EqualFold(o.Method, "none") || strings.EqualFold(o.Method, online.OracleName) {
 		return nil, nil
 	}
 	return online.NewPlanner(o.Method)
@@ -216,6 +255,7 @@ func (o *defragOnlineOptions) timeline() (online.Timeline, error) {
 	if err != nil {
 		return online.Timeline{}, fmt.Errorf("nodes: %w", err)
 	}
+	nodes = online.SubCluster(nodes, o.SampleNodes, o.Seed)
 	trace, err := sim.LoadTasks(o.Pods)
 	if err != nil {
 		return online.Timeline{}, fmt.Errorf("pods: %w", err)
@@ -225,7 +265,30 @@ func (o *defragOnlineOptions) timeline() (online.Timeline, error) {
 		return online.Timeline{}, fmt.Errorf("%s: %w", o.Pods, err)
 	}
 	return online.Timeline{Nodes: nodes, Trace: trace, Model: model, Load: o.Load, Seed: o.Seed, Duration: o.Duration,
-		Warmup: o.Warmup, Cap: o.Cap, Placer: o.Placer, Queue: o.Queue}, nil
+		Warmup: o.Warmup, Cap: o.Cap, Placer: o.Placer, Queue: o.Queue, Burst: o.Burst, BurstRunTime: o.BurstRunTime}, nil
+}
+
+// periodic fills the periodic trigger's keys the command line left unset with DRR's, scaled
+// to a cluster of nodes nodes (online.PeriodicConfig).
+func (o *defragOnlineOptions) periodic(nodes int) {
+	if o.Online.Trigger != online.TriggerPeriodic {
+		return
+	}
+	every := online.DRREvery
+	if o.Explicit["every"] {
+		every = o.Online.Every
+	}
+	d := online.PeriodicConfig(nodes, every)
+	o.Online.Every, o.Online.HeadWait = every, 0
+	if !o.Explicit["budget"] {
+		o.Online.Budget = d.Budget
+	}
+	if !o.Explicit["cap-per-hour"] {
+		o.Online.CapPerHour = d.CapPerHour
+	}
+	if !o.Explicit["util-threshold"] {
+		o.Online.UtilThreshold = d.UtilThreshold
+	}
 }
 
 // demoOptions are the defrag reward weights the demonstration logs' plans are measured with.
@@ -249,6 +312,10 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 	if err != nil {
 		return fmt.Errorf("defrag online: %w", err)
 	}
+	o.periodic(len(tl.Nodes))
+	if err := o.Online.Validate(); err != nil {
+		return fmt.Errorf("defrag online: %w", err)
+	}
 	w, err := tl.Build()
 	if err != nil {
 		return fmt.Errorf("defrag online: %s: %w", o.Pods, err)
@@ -261,7 +328,7 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 		if err != nil {
 			return fmt.Errorf("defrag online: %w", err)
 		}
-		return o.print(summariseOnline(o, w.Workload, res, nil), began)
+		return o.print(summariseOnline(o, len(tl.Nodes), w.Workload, res, nil), began)
 	}
 	if o.Demos != "" {
 		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, fmt.Sprintf("%s-load%g-seed%d", strings.TrimSuffix(filepath.Base(o.Pods), ".csv"), o.Load, o.Seed))
@@ -271,19 +338,20 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 		fmt.Fprintf(o.Out, "%d invocations of %s logged in %s\n", len(logs), o.Method, o.Demos)
 		return nil
 	}
-	var seriesStep float64
-	if o.Series != "" {
-		seriesStep = o.SeriesStep
-	}
 	var d *online.Defragmenter
 	var hook tasks.Defragmenter
-	if planner != nil {
+	switch {
+	case planner != nil:
 		if d, err = online.New(o.Online, planner, w.Placer, o.Seed); err != nil {
 			return fmt.Errorf("defrag online: %w", err)
 		}
 		hook = d
+	case strings.EqualFold(o.Method, online.OracleName):
+		if hook, err = online.NewOracle(o.Online.Every, o.Seed); err != nil {
+			return fmt.Errorf("defrag online: %w", err)
+		}
 	}
-	res, err := w.Run(tl, hook, seriesStep)
+	res, err := w.Run(tl, hook, o.SeriesStep)
 	if err != nil {
 		return fmt.Errorf("defrag online: %w", err)
 	}
@@ -300,7 +368,7 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 			return fmt.Errorf("defrag online: series: %w", err)
 		}
 	}
-	return o.print(summariseOnline(o, w.Workload, res, d), began)
+	return o.print(summariseOnline(o, len(tl.Nodes), w.Workload, res, d), began)
 }
 
 // print writes the summary, as JSON with --json.
@@ -316,12 +384,14 @@ func (o *defragOnlineOptions) print(s defragOnlineSummary, began time.Time) erro
 	fmt.Fprintf(tw, "queueing delay, GPU tasks\tmean %.1f s, p95 %.1f s\n", s.GPUDelayMean, s.GPUDelayP95)
 	fmt.Fprintf(tw, "queueing delay, whole-GPU tasks\tmean %.1f s, p95 %.1f s\n", s.WholeGPUDelayMean, s.WholeGPUDelayP95)
 	fmt.Fprintf(tw, "GPU allocation\t%.2f%% mean; pending %.1f GPU-hours\n", s.AllocMean, s.PendingGPUHours)
+	fmt.Fprintf(tw, "fragmentation rate\t%.2f%% mean (fragment of the idle GPU capacity)\n", s.FragRatioMean)
+	fmt.Fprintf(tw, "readiness\t%.1f free whole GPUs, %.1f free 8-GPU nodes (means)\n", s.FreeGPUsMean, s.FreeNodes8Mean)
 	fmt.Fprintf(tw, "migrations\t%d (%.1f per 1,000 tasks), downtime %.0f s, %d invocations\n", s.Migrations, s.MigrationsPer1000, s.Downtime, s.Invocations)
 	fmt.Fprintf(tw, "wall\t%.2f s\n", s.WallSeconds)
 	return tw.Flush()
 }
 
-func summariseOnline(o *defragOnlineOptions, w *tasks.Workload, r *tasks.Result, d *online.Defragmenter) defragOnlineSummary {
+func summariseOnline(o *defragOnlineOptions, nodes int, w *tasks.Workload, r *tasks.Result, d *online.Defragmenter) defragOnlineSummary {
 	delays, jct := r.Delays(), r.Completion()
 	whole := r.DelayStats(tasks.WholeGPU)
 	method := o.Method
@@ -331,7 +401,8 @@ func summariseOnline(o *defragOnlineOptions, w *tasks.Workload, r *tasks.Result,
 	case o.Pooled:
 		method = "pooled"
 	}
-	s := defragOnlineSummary{Method: method, Load: o.Load, OfferedLoad: w.OfferedLoad, Seed: o.Seed, Tasks: delays["all"].Tasks,
+	s := defragOnlineSummary{Method: method, Load: o.Load, OfferedLoad: w.OfferedLoad, Seed: o.Seed, Placer: o.Placer,
+		Nodes: nodes, Tasks: delays["all"].Tasks, FragRatioMean: r.FragRatioMeanPct,
 		GPUDelayMean: delays[tasks.ClassGPU].Mean, GPUDelayP95: delays[tasks.ClassGPU].P95,
 		WholeGPUDelayMean: whole.Mean, WholeGPUDelayP95: whole.P95, DelayByKind: delays,
 		AllocMean: r.AllocGPUMeanPct, FragMean: r.FragGPUMean, PendingGPUHours: r.PendingGPUHours,
@@ -342,5 +413,35 @@ func summariseOnline(o *defragOnlineOptions, w *tasks.Workload, r *tasks.Result,
 	if d != nil {
 		s.Invocations, s.SkippedMigrations = d.Invocations, d.Skipped
 	}
+	s.FreeGPUsMean, s.FreeGPUsMin, s.FreeNodes8Mean, s.FreeNodes8Min = readiness(r)
+	if o.Burst > 0 {
+		b := r.BurstDelays()
+		s.BurstAt, s.BurstDelay = online.BurstTime(o.Seed, o.Warmup, o.Duration), &b
+	}
 	return s
+}
+
+// readiness is the mean and least of the free whole GPUs and of the whole free 8-GPU nodes
+// over the series samples in the measured window [warm-up, last arrival].
+func readiness(r *tasks.Result) (gpusMean float64, gpusMin int, nodesMean float64, nodesMin int) {
+	n := 0
+	for _, p := range r.Series {
+		if p.Time < r.Warmup || p.Time > r.LastArrival {
+			continue
+		}
+		if n == 0 || p.FreeGPUs < gpusMin {
+			gpusMin = p.FreeGPUs
+		}
+		if n == 0 || p.FreeNodes8 < nodesMin {
+			nodesMin = p.FreeNodes8
+		}
+		gpusMean += float64(p.FreeGPUs)
+		nodesMean += float64(p.FreeNodes8)
+		n++
+	}
+	if n > 0 {
+		gpusMean /= float64(n)
+		nodesMean /= float64(n)
+	}
+	return gpusMean, gpusMin, nodesMean, nodesMin
 }

@@ -40,6 +40,42 @@ func TestDefragOnlineJSON(t *testing.T) {
 	}
 }
 
+// The DRR contract: the periodic trigger on a 64-node sample takes DRR's budget for 64 nodes
+// (5 an hour, threshold 0.5), the oracle repacks at no cost, and the JSON has the fragmentation
+// rate, readiness and the burst's wait.
+func TestDefragOnlinePeriodicJSON(t *testing.T) {
+	for _, method := range []string{"greedy", "oracle"} {
+		var out bytes.Buffer
+		o := onlineOptions(method)
+		o.Out, o.Load, o.SampleNodes, o.Burst = &out, 0.7, 64, 2
+		o.Online.Trigger, o.Explicit = "periodic", map[string]bool{}
+		if err := runDefragOnline(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Nodes      int                `json:"nodes"`
+			Frag       *float64           `json:"frag_ratio_mean_pct"`
+			FreeGPUs   float64            `json:"free_gpus_mean"`
+			Burst      map[string]float64 `json:"burst_queue_delay"`
+			Migrations int                `json:"migrations"`
+			Downtime   float64            `json:"downtime_s"`
+			Online     struct{ Every, Budget, CapPerHour, UtilThreshold float64 }
+		}
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.Nodes != 64 || got.Frag == nil || *got.Frag <= 0 || got.FreeGPUs <= 0 || got.Burst["tasks"] != 2 {
+			t.Errorf("%s: %s", method, out.String())
+		}
+		if got.Online.Every != 3600 || got.Online.Budget != 5 || got.Online.CapPerHour != 5 || got.Online.UtilThreshold != 0.5 {
+			t.Errorf("%s: periodic config %+v", method, got.Online)
+		}
+		if method == "oracle" && (got.Migrations == 0 || got.Downtime != 0) {
+			t.Errorf("oracle: %d tasks moved, %v s downtime", got.Migrations, got.Downtime)
+		}
+	}
+}
+
 // Out-of-range keys are refused before any work: the pod list does not exist, and the error
 // names the key, not the file.
 func TestDefragOnlineRefusesBadKeys(t *testing.T) {
@@ -51,6 +87,12 @@ func TestDefragOnlineRefusesBadKeys(t *testing.T) {
 		"head_wait_s":  func(o *defragOnlineOptions) { o.Online.HeadWait = -1 },
 		"warmup":       func(o *defragOnlineOptions) { o.Warmup = o.Duration },
 		"demos":        func(o *defragOnlineOptions) { o.Demos, o.Method = "logs", "none" },
+		"trigger":      func(o *defragOnlineOptions) { o.Online.Trigger = "hourly" },
+		"head-wait": func(o *defragOnlineOptions) {
+			o.Online.Trigger, o.Explicit = "periodic", map[string]bool{"head-wait": true}
+		},
+		"sample-nodes": func(o *defragOnlineOptions) { o.SampleNodes = -1 },
+		"burst":        func(o *defragOnlineOptions) { o.Burst = -2 },
 	} {
 		o := onlineOptions("greedy")
 		o.Pods = "missing.csv"

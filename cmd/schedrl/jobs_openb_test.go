@@ -58,7 +58,7 @@ func TestOpenbJobsLogIsReproducibleAndReplays(t *testing.T) {
 		t.Fatal("the same seed wrote two different logs")
 	}
 	series, err := os.ReadFile(o.Series)
-	if err != nil || !strings.HasPrefix(string(series), "time_s,alloc_gpu_pct,frag_gpu,frag_ratio_pct,running,waiting\n0,") {
+	if err != nil || !strings.HasPrefix(string(series), "time_s,alloc_gpu_pct,frag_gpu,frag_ratio_pct,running,waiting,free_gpus,free_8gpu_nodes\n0,") {
 		t.Fatalf("series: %v %.80q", err, series)
 	}
 

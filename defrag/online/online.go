@@ -27,15 +27,46 @@ const (
 	DefaultDowntimePerGPU = 20.0 // seconds per GPU of the task's share
 )
 
+// The triggers: at a check, act when the queue head has waited HeadWait (queue, the default),
+// or act whatever the queue (periodic, DRR's).
+const (
+	TriggerQueue    = "queue"
+	TriggerPeriodic = "periodic"
+)
+
 // Config is the trigger, the budget and the migration cost.
 type Config struct {
+	// Trigger is TriggerQueue ("" too) or TriggerPeriodic.
+	Trigger string
 	// Every is the time between checks (Δt, seconds); HeadWait (T, seconds) is how long the
-	// queue head must have waited at a check for the defragmenter to act (0: act at every check).
+	// queue head must have waited at a check for the defragmenter to act (0: act at every check;
+	// the periodic trigger ignores it).
 	Every, HeadWait float64
 	// Budget is the most migrations per invocation; CapPerHour the most started in any hour.
 	Budget, CapPerHour int
 	// DowntimeBase + DowntimePerGPU x GPU share is a migration's downtime (seconds).
 	DowntimeBase, DowntimePerGPU float64
+	// UtilThreshold, when > 0, lets a migration move a task only off a node whose GPU
+	// allocation (at the invocation) is under it: DRR's utilisation threshold.
+	UtilThreshold float64
+}
+
+// DRR's published rescheduling flags (IntelligentDDS/Defrag): every 3,600 s, at most 5 jobs,
+// off nodes under 0.5 utilisation, on 64- and 32-node clusters.
+const (
+	DRREvery         = 3600.0
+	DRRJobsPer64     = 5.0
+	DRRUtilThreshold = 0.5
+)
+
+// PeriodicConfig is DRR's periodic trigger for a cluster of nodes nodes checked every every
+// seconds: the budget is DRR's 5 migrations an hour per 64 nodes, scaled to the cluster (at
+// least 1), per invocation in proportion to every and as the hourly cap; the downtime defaults.
+func PeriodicConfig(nodes int, every float64) Config {
+	perHour := DRRJobsPer64 * float64(nodes) / 64
+	return Config{Trigger: TriggerPeriodic, Every: every,
+		Budget: max(1, int(math.Ceil(perHour*every/3600))), CapPerHour: max(1, int(math.Ceil(perHour))),
+		DowntimeBase: DefaultDowntimeBase, DowntimePerGPU: DefaultDowntimePerGPU, UtilThreshold: DRRUtilThreshold}
 }
 
 // DefaultConfig is the probe trigger (every 10 min when the head waited 5 min,
@@ -49,6 +80,8 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 	switch {
+	case c.Trigger != "" && c.Trigger != TriggerQueue && c.Trigger != TriggerPeriodic:
+		return fmt.Errorf("trigger: %q, want %s or %s", c.Trigger, TriggerQueue, TriggerPeriodic)
 	case !(c.Every > 0) || bad(c.Every):
 		return fmt.Errorf("every_s: must be > 0 seconds, got %v", c.Every)
 	case c.HeadWait < 0 || bad(c.HeadWait):
@@ -61,6 +94,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("downtime_base_s: must be >= 0, got %v", c.DowntimeBase)
 	case c.DowntimePerGPU < 0 || bad(c.DowntimePerGPU):
 		return fmt.Errorf("downtime_per_gpu_s: must be >= 0, got %v", c.DowntimePerGPU)
+	case !(c.UtilThreshold >= 0 && c.UtilThreshold <= 1):
+		return fmt.Errorf("util_threshold: must be in [0, 1], got %v", c.UtilThreshold)
 	}
 	return nil
 }
@@ -125,7 +160,8 @@ type Defragmenter struct {
 	rng     *rand.Rand
 	started []float64 // times of the migrations started in the last hour
 	// Invocations counts the checks that planned; Skipped the planned migrations the live
-	// cluster refused (a task in downtime, a target held by a migration still under way).
+	// cluster refused (a task in downtime, a target held by a migration still under way, a
+	// source node at or over the utilisation threshold).
 	Invocations, Skipped int
 }
 
@@ -145,7 +181,7 @@ func (d *Defragmenter) Invoke(v *tasks.View) (float64, error) {
 	now := v.Now()
 	next := now + d.cfg.Every
 	waiting := v.Waiting()
-	if len(waiting) == 0 || now-v.Arrival(waiting[0]).Time < d.cfg.HeadWait {
+	if d.cfg.Trigger != TriggerPeriodic && (len(waiting) == 0 || now-v.Arrival(waiting[0]).Time < d.cfg.HeadWait) {
 		return next, nil
 	}
 	d.started = slices.DeleteFunc(d.started, func(t float64) bool { return t <= now-3600 })
@@ -153,7 +189,13 @@ func (d *Defragmenter) Invoke(v *tasks.View) (float64, error) {
 	if budget <= 0 {
 		return next, nil
 	}
-	s := Snapshot{Cluster: v.Cluster().Clone(), Placer: d.placer, Fixed: v.Migrating, Now: now, Queued: v.PendingGPUSeconds()}
+	c := v.Cluster()
+	movable := movableNodes(c, d.cfg.UtilThreshold)
+	fixed := func(task string) bool {
+		p, ok := c.Placement(task)
+		return v.Migrating(task) || !ok || !movable[p.Choice.Node]
+	}
+	s := Snapshot{Cluster: c.Clone(), Placer: d.placer, Fixed: fixed, Now: now, Queued: v.PendingGPUSeconds()}
 	for _, i := range waiting[:min(len(waiting), maxPending)] {
 		s.Waiting = append(s.Waiting, v.Arrival(i).Task)
 	}
@@ -162,11 +204,10 @@ func (d *Defragmenter) Invoke(v *tasks.View) (float64, error) {
 		return 0, fmt.Errorf("%s: %w", d.planner.Name(), err)
 	}
 	d.Invocations++
-	c := v.Cluster()
 	for _, m := range ms[:min(len(ms), budget)] {
 		p, ok := c.Placement(m.Task)
 		to, okNode := c.NodeIndex(m.ToNode)
-		if !ok || !okNode || v.Migrating(m.Task) {
+		if !ok || !okNode || v.Migrating(m.Task) || !movable[p.Choice.Node] {
 			d.Skipped++
 			continue
 		}
@@ -177,6 +218,18 @@ func (d *Defragmenter) Invoke(v *tasks.View) (float64, error) {
 		d.started = append(d.started, now)
 	}
 	return next, nil
+}
+
+// movableNodes marks the nodes tasks may leave: those whose GPU allocation is under threshold,
+// or every node when threshold is 0. It is taken once per invocation, so a plan's own moves do
+// not open or close nodes.
+func movableNodes(c *sim.Cluster, threshold float64) []bool {
+	out := make([]bool, c.NumNodes())
+	for n := range out {
+		f := c.Free(n)
+		out[n] = threshold == 0 || f.GPUs > 0 && 1-float64(f.TotalGPU())/float64(f.GPUs*sim.MilliPerGPU) < threshold
+	}
+	return out
 }
 
 // placeElsewhere is the placer's best choice for t on c off node n (ties by the tie order).

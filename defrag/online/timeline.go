@@ -2,6 +2,7 @@ package online
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
@@ -21,6 +22,42 @@ type Timeline struct {
 	Seed                  uint64
 	Duration, Warmup, Cap float64
 	Placer, Queue         string
+	// Burst, when > 0, injects that many BurstTask jobs (8 whole GPUs each) running
+	// BurstRunTime seconds, all at one seeded instant of the measured window: the readiness
+	// probe (how long a burst of large jobs waits).
+	Burst        int
+	BurstRunTime float64
+}
+
+// BurstTask is a burst job: a whole 8-GPU node's GPUs with 32 cores and 128 GiB, which every
+// 8-GPU node of the openb node list can hold (the smallest has 64 cores and 256 GiB).
+var BurstTask = sim.Task{CPU: 32000, Mem: 131072, NumGPU: 8, GPUMilli: sim.MilliPerGPU}
+
+// Seeded streams of the online world's own draws (apart from sim's workload, policy and tie
+// order streams and the methods' streamDefrag).
+const (
+	streamSubCluster uint64 = 24
+	streamBurst      uint64 = 25
+)
+
+// BurstTime is the instant of seed's burst: uniform in [warmup, duration).
+func BurstTime(seed uint64, warmup, duration float64) float64 {
+	return warmup + sim.RNG(seed, streamBurst).Float64()*(duration-warmup)
+}
+
+// SubCluster is a seeded sample of size nodes of nodes, in list order (all of them when size
+// is 0 or not below their number): DRR's cluster sizes cut from the openb cluster.
+func SubCluster(nodes []sim.Node, size int, seed uint64) []sim.Node {
+	if size <= 0 || size >= len(nodes) {
+		return nodes
+	}
+	idx := sim.RNG(seed, streamSubCluster).Perm(len(nodes))[:size]
+	slices.Sort(idx)
+	out := make([]sim.Node, size)
+	for k, i := range idx {
+		out[k] = nodes[i]
+	}
+	return out
 }
 
 // World is a timeline's empty cluster (its seeded tie order set), arrivals, placer and queue.
@@ -52,6 +89,12 @@ func (tl Timeline) Build() (*World, error) {
 	work, err := tasks.NewWorkload(tl.Trace, capGPU, tasks.WorkloadConfig{Load: tl.Load, Seed: tl.Seed, Cap: tl.Cap, Duration: tl.Duration})
 	if err != nil {
 		return nil, err
+	}
+	if tl.Burst > 0 {
+		work.Arrivals, err = tasks.WithBurst(work.Arrivals, BurstTask, tl.Burst, BurstTime(tl.Seed, tl.Warmup, tl.Duration), tl.BurstRunTime)
+		if err != nil {
+			return nil, err
+		}
 	}
 	return &World{Cluster: c, Workload: work, Placer: placer, Queue: q}, nil
 }
