@@ -39,7 +39,7 @@ func MAIFSBuildOf(c config.MAIFSConfig, logs, out string, force bool) (MAIFSBuil
 	}
 	return MAIFSBuildOptions{Logs: logs, Out: out, Force: force, Throughputs: c.Throughputs, Profiles: c.Profiles, Mapping: c.Mapping,
 		ValSeeds: val, Every: c.Every,
-		Options: env.MAIFSOptions{Window: c.Window, Partners: c.Partners, FixedDemand: c.FixedDemand, MakespanWeight: c.MakespanWeight}}, nil
+		Options: env.MAIFSOptions{Window: c.Window, WindowOrder: c.WindowOrder, Partners: c.Partners, FixedDemand: c.FixedDemand, MakespanWeight: c.MakespanWeight}}, nil
 }
 
 // MAIFSBuildStats reports what BuildMAIFS did.

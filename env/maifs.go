@@ -1,9 +1,11 @@
 package env
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/schedrl/schedrl/fungible"
 )
@@ -49,9 +51,14 @@ func MAIFSLayoutOf() MAIFSLayout {
 
 // MAIFSOptions shape the environment.
 type MAIFSOptions struct {
-	// Window is the number of agents per decision point: the oldest present jobs, waiting or
-	// running (the rest wait this round); 0 means 100.
+	// Window is the number of agents per decision point, present jobs waiting or running,
+	// chosen by WindowOrder (the rest wait this round); 0 means 100.
 	Window int `json:"window"`
+	// WindowOrder chooses the Window agents when more jobs are present: "age" (or empty) the
+	// oldest, "srtf" those with the least remaining time at their reference speed (ties oldest
+	// first), so the short jobs SRTF would start first are never outside it. Either way the
+	// agents keep age order among themselves.
+	WindowOrder string `json:"window_order,omitempty"`
 	// Partners is how many co-location candidates each agent gets (the agents of the window it
 	// may share GPUs with, best measured pair first); 0 means 2.
 	Partners int `json:"partners"`
@@ -80,6 +87,8 @@ func (o MAIFSOptions) Check() error {
 	switch {
 	case o.Window < 0:
 		return fmt.Errorf("maifs window %d, want >= 1 (0: 100)", o.Window)
+	case !slices.Contains(MAIFSWindowOrders, o.WindowOrder) && o.WindowOrder != "":
+		return fmt.Errorf("maifs window_order %q, want one of %s", o.WindowOrder, strings.Join(MAIFSWindowOrders, ", "))
 	case o.Partners < 0:
 		return fmt.Errorf("maifs partners %d, want >= 0", o.Partners)
 	case o.MakespanWeight < 0 || math.IsInf(o.MakespanWeight, 0) || math.IsNaN(o.MakespanWeight):
@@ -87,6 +96,9 @@ func (o MAIFSOptions) Check() error {
 	}
 	return nil
 }
+
+// MAIFSWindowOrders are MAIFSOptions.WindowOrder's values.
+var MAIFSWindowOrders = []string{"age", "srtf"}
 
 // MAIFSCand is one candidate of an agent: wait, a whole allocation placed by the decoder (GPU
 // type, count, CPUs and GB per GPU), or sharing the GPUs of another agent of the window.
@@ -165,8 +177,9 @@ func log2n(n int) float32 { return float32(math.Log2(float64(max(n, 1))) / 3) }
 // Observe encodes a round boundary: the window's agents, the servers with what last round held
 // there, and every agent's candidates with their masks on l (the ledger the round starts from).
 func (e *MAIFS) Observe(l *fungible.Ledger, s fungible.RoundState) (*MAIFSObs, error) {
-	n := min(len(s.Present), e.opts.Window)
-	o := &MAIFSObs{Jobs: s.Present[:n], Cand: make([][]MAIFSCand, n), CandStart: make([]int, n+1)}
+	agents := e.window(s.Present)
+	n := len(agents)
+	o := &MAIFSObs{Jobs: agents, Cand: make([][]MAIFSCand, n), CandStart: make([]int, n+1)}
 	o.Agents = make([]float32, 0, n*len(maifsAgent))
 	for i, st := range o.Jobs {
 		row, err := e.agentRow(st, i, n, s.Now)
@@ -190,6 +203,33 @@ func (e *MAIFS) Observe(l *fungible.Ledger, s fungible.RoundState) (*MAIFSObs, e
 		o.CandStart[i+1] = o.CandStart[i] + len(cands)
 	}
 	return o, nil
+}
+
+// window is the decision point's agents (WindowOrder), in age order.
+func (e *MAIFS) window(present []fungible.JobStatus) []fungible.JobStatus {
+	if len(present) <= e.opts.Window {
+		return present
+	}
+	if e.opts.WindowOrder != "srtf" {
+		return present[:e.opts.Window]
+	}
+	idx := make([]int, len(present))
+	left := make([]float64, len(present))
+	for i, st := range present {
+		idx[i] = i
+		if ref := e.refSpeed(st.Job); ref > 0 {
+			left[i] = st.Remaining() / ref
+		}
+	}
+	// Stable: ties stay oldest first; then the chosen back in age order.
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(left[a], left[b]) })
+	idx = idx[:e.opts.Window]
+	slices.Sort(idx)
+	out := make([]fungible.JobStatus, len(idx))
+	for k, i := range idx {
+		out[k] = present[i]
+	}
+	return out
 }
 
 // refSpeed is a job's best speed alone at its requested count: the fastest type at the fair share.

@@ -3,6 +3,7 @@ package env
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/fungible"
@@ -180,9 +181,57 @@ func TestMAIFSReward(t *testing.T) {
 
 // Bad options name their field.
 func TestMAIFSOptionsNameTheField(t *testing.T) {
-	for _, o := range []MAIFSOptions{{Window: -1}, {Partners: -2}, {MakespanWeight: -1}} {
+	for _, o := range []MAIFSOptions{{Window: -1}, {Partners: -2}, {MakespanWeight: -1}, {WindowOrder: "lifo"}} {
 		if _, err := NewMAIFS(nil, fungible.SpeedModel{}, o); err == nil {
 			t.Fatalf("%+v accepted", o)
+		}
+	}
+	if _, err := NewMAIFS(nil, fungible.SpeedModel{}, MAIFSOptions{WindowOrder: "lifo"}); err == nil || !strings.Contains(err.Error(), "window_order") {
+		t.Fatalf("bad window order: %v", err)
+	}
+}
+
+// With more present jobs than the window, "age" takes the oldest and "srtf" those with the least
+// remaining time at their reference speed; both keep the agents in age order.
+func TestMAIFSWindowOrder(t *testing.T) {
+	m := fungibletest.Model(t)
+	c := fungibletest.Cluster(t, "8:8:8")
+	work := fungibletest.Work(t, m, 40, 60, 3)
+	s := fungible.RoundState{Now: work[len(work)-1].Arrival}
+	for i, j := range work {
+		s.Present = append(s.Present, fungible.JobStatus{Job: j, Done: float64(j.Steps) * float64(i%7) / 8})
+	}
+	for _, order := range []string{"", "age", "srtf"} {
+		e, err := NewMAIFS(c, m, MAIFSOptions{Window: 10, WindowOrder: order})
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := e.Observe(fungible.NewLedger(c), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.NumAgents() != 10 {
+			t.Fatalf("%q: %d agents, want 10", order, o.NumAgents())
+		}
+		in := map[int]bool{}
+		for k, a := range o.Jobs {
+			in[a.ID] = true
+			if k > 0 && a.Arrival < o.Jobs[k-1].Arrival {
+				t.Fatalf("%q: agents out of age order", order)
+			}
+		}
+		left := func(st fungible.JobStatus) float64 { return st.Remaining() / e.refSpeed(st.Job) }
+		for i, st := range s.Present {
+			switch {
+			case order != "srtf" && in[st.ID] != (i < 10):
+				t.Fatalf("%q: job %d (age rank %d) agent %v", order, st.ID, i, in[st.ID])
+			case order == "srtf" && !in[st.ID]:
+				for _, a := range o.Jobs {
+					if left(a) > left(st) {
+						t.Fatalf("srtf: job %d (%.0f s left) is outside the window, agent %d (%.0f s left) in it", st.ID, left(st), a.ID, left(a))
+					}
+				}
+			}
 		}
 	}
 }

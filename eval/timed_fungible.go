@@ -154,7 +154,7 @@ func parseFungiblePolicy(s string) (fungiblePolicy, error) {
 	if hasOrder {
 		return fungiblePolicy{}, fmt.Errorf("%q: unknown allocation rule %q (have %s)", s, name, strings.Join(fungible.RuleNames(), ", "))
 	}
-	if lp := strings.ReplaceAll(strings.ToLower(name), "-", "_"); strings.HasPrefix(lp, "max_min_fairness") {
+	if lp := strings.ReplaceAll(strings.ToLower(name), "-", "_"); slices.Contains(fungible.RoundPolicyNames(), lp) || strings.HasPrefix(lp, "max_min_fairness") {
 		if _, err := fungible.NewRoundPolicy(lp); err != nil {
 			return fungiblePolicy{}, fmt.Errorf("%q: %w", s, err)
 		}

@@ -199,13 +199,13 @@ func TestRunTimedFungibleWritesEveryOutput(t *testing.T) {
 	}
 }
 
-// Gavel's LPs run in the fungible world as round policies: the eval's numbers are those of
-// fungible.Run with the LP, seed by seed.
+// Gavel's LPs and the Sia-style optimiser run in the fungible world as round policies: the
+// eval's numbers are those of fungible.Run with the policy, seed by seed.
 func TestRunTimedFungibleRunsGavelsLPs(t *testing.T) {
 	cfg := timedConfig(t, "fungible")
 	cfg.Timed.ServersGPUs = "8"
 	cfg.Traces = cfg.Traces[:1]
-	cfg.Policies = []string{"max_min_fairness", "max-min-fairness-perf"}
+	cfg.Policies = []string{"max_min_fairness", "max-min-fairness-perf", "sia"}
 	m, err := RunTimed(context.Background(), cfg, Options{Log: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -226,7 +226,7 @@ func TestRunTimedFungibleRunsGavelsLPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"max_min_fairness", "max_min_fairness_perf"} {
+	for _, name := range []string{"max_min_fairness", "max_min_fairness_perf", "sia"} {
 		lp, err := fungible.NewRoundPolicy(name)
 		if err != nil {
 			t.Fatal(err)

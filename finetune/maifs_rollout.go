@@ -39,7 +39,7 @@ func newMAIFSSource(sec config.MAIFSConfig) (*maifsSource, error) {
 	if err := sec.Validate(); err != nil {
 		return nil, fmt.Errorf("maifs.%w", err)
 	}
-	s := &maifsSource{sec: sec, opts: env.MAIFSOptions{Window: sec.Window, Partners: sec.Partners, FixedDemand: sec.FixedDemand, MakespanWeight: sec.MakespanWeight}}
+	s := &maifsSource{sec: sec, opts: env.MAIFSOptions{Window: sec.Window, WindowOrder: sec.WindowOrder, Partners: sec.Partners, FixedDemand: sec.FixedDemand, MakespanWeight: sec.MakespanWeight}}
 	var err error
 	if s.cluster, err = fungible.NewMixCluster(sec.Cluster, sec.ServerGPUs); err != nil {
 		return nil, fmt.Errorf("maifs.cluster: %w", err)

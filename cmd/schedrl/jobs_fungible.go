@@ -189,10 +189,14 @@ func fungibleDecider(opts *jobsOptions, policy string) (cfg fungible.RunConfig, 
 		return cfg, "", "", fmt.Errorf("jobs: --order sets the job order of %s; --policy %s is its own order", strings.Join(fungibleRules, ", "), policy)
 	}
 	if lp := strings.ReplaceAll(policy, "-", "_"); slices.Contains(fungible.RoundPolicyNames(), lp) {
-		// Gavel's LPs: their own priorities per (job or pair, GPU type), fixed demands.
+		// Gavel's LPs (their own priorities per (job or pair, GPU type), fixed demands) and the
+		// Sia-style optimiser: round policies of their own.
 		cfg.Policy, err = fungible.NewRoundPolicy(lp)
 		if err != nil {
 			return cfg, "", "", fmt.Errorf("jobs: %w", err)
+		}
+		if !strings.HasPrefix(lp, "max_min_fairness") {
+			return cfg, lp, lp, nil
 		}
 		return cfg, "gavel-lp", lp, nil
 	}

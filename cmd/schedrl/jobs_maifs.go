@@ -58,7 +58,11 @@ func loadMAIFS(cfg config.Config, dir string, c fungible.Cluster, m fungible.Spe
 	if err != nil {
 		return nil, err
 	}
-	e, err := env.NewMAIFS(c, m, net.Arch.Options)
+	opts := net.Arch.Options
+	if o := cfg.MAIFS.WindowOrder; o != "" {
+		opts.WindowOrder = o // which jobs are agents is no weight of the network
+	}
+	e, err := env.NewMAIFS(c, m, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -142,7 +142,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 	o.Cluster, o.ServerGPUs, o.Generate, o.Seeds, o.ValSeeds = m.Cluster, m.ServerGPUs, m.Generate, m.Seeds, m.ValSeeds
 	o.Expert, o.Order, o.Every, o.Smoothing = m.Expert, m.Order, m.Every, m.LabelSmoothing
 	o.Throughputs, o.Profiles, o.Mapping = m.Throughputs, m.Profiles, m.Mapping
-	o.Env = env.MAIFSOptions{Window: m.Window, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
+	o.Env = env.MAIFSOptions{Window: m.Window, WindowOrder: m.WindowOrder, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
 	return nil
 }
 

@@ -24,7 +24,12 @@ type MAIFSConfig struct {
 	Mapping     string `mapstructure:"mapping" yaml:"mapping"`
 	// Environment (env.MAIFSOptions): agents per decision point, co-location candidates per
 	// agent, the reward's makespan weight, and the fixed-demand ablation.
-	Window         int     `mapstructure:"window" yaml:"window"`
+	Window int `mapstructure:"window" yaml:"window"`
+	// WindowOrder chooses the Window agents when more jobs are present (env.MAIFSOptions):
+	// "age" (the oldest; empty reads as age when training) or "srtf" (the least remaining
+	// time). Set, it also overrides a checkpoint's own when `schedrl jobs` or the eval runs it:
+	// which jobs are agents is no weight of the network.
+	WindowOrder    string  `mapstructure:"window_order" yaml:"window_order"`
 	Partners       int     `mapstructure:"partners" yaml:"partners"`
 	MakespanWeight float64 `mapstructure:"makespan_weight" yaml:"makespan_weight"`
 	FixedDemand    bool    `mapstructure:"fixed_demand" yaml:"fixed_demand"`
@@ -90,6 +95,8 @@ func (c MAIFSConfig) Validate() error {
 		return fmt.Errorf("mapping: must name the Gavel to Synergy model table")
 	case c.Window < 1:
 		return fmt.Errorf("window: must be >= 1, got %d", c.Window)
+	case c.WindowOrder != "" && c.WindowOrder != "age" && c.WindowOrder != "srtf":
+		return fmt.Errorf("window_order: must be age or srtf, got %q", c.WindowOrder)
 	case c.Partners < 1: // the environment reads 0 as its default, 2
 		return fmt.Errorf("partners: must be >= 1, got %d", c.Partners)
 	case !(c.MakespanWeight > 0) || math.IsInf(c.MakespanWeight, 0): // 0 reads as the default, 1

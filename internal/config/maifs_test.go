@@ -20,6 +20,7 @@ func TestMAIFSConfigValidate(t *testing.T) {
 		"mapping:":         func(c *MAIFSConfig) { c.Mapping = "" },
 		"window:":          func(c *MAIFSConfig) { c.Window = 0 },
 		"partners:":        func(c *MAIFSConfig) { c.Partners = 0 },
+		"window_order:":    func(c *MAIFSConfig) { c.WindowOrder = "oldest" },
 		"makespan_weight:": func(c *MAIFSConfig) { c.MakespanWeight = 0 },
 		"expert:":          func(c *MAIFSConfig) { c.Expert = "" },
 		"order:":           func(c *MAIFSConfig) { c.Order = "" },
@@ -54,6 +55,10 @@ func TestMAIFSConfigLoads(t *testing.T) {
 	}
 	if m := cfg.MAIFS; m.Cluster != "8:8:8" || m.Window != 12 || !slices.Equal(m.Generate, []string{"jobs=20,lam=900"}) || m.ServerGPUs != 8 {
 		t.Errorf("maifs section %+v", m)
+	}
+	_, err = Load(writeConfig(t, "maifs: {}\n"), flagSet(t, "--set", "maifs.window_order=lifo"))
+	if err == nil || !strings.Contains(err.Error(), "maifs.window_order") {
+		t.Errorf("bad maifs.window_order: %v", err)
 	}
 	_, err = Load(writeConfig(t, "maifs:\n  windw: 3\n"), nil)
 	if err == nil || !strings.Contains(err.Error(), `unknown key "maifs.windw" (did you mean "maifs.window"?)`) {
