@@ -31,7 +31,8 @@ type LiveOptions struct {
 	Model *sim.FragModel
 	// TieSeed is the node tie order's seed (the extender's --seed), written into every header.
 	TieSeed uint64
-	// MaxBytes closes the file once it holds this many bytes and starts the next (default 64 MiB).
+	// MaxBytes closes the file once the events after its header and carried state take this
+	// many bytes, and starts the next (default 64 MiB).
 	MaxBytes int64
 	// MaxAge closes the file once it is this old (default 1 h; checked every MaxAge/4, at most a minute).
 	MaxAge time.Duration
@@ -59,11 +60,13 @@ type Live struct {
 	started      bool
 	closed       bool
 	cur          *openFile
+	base         int64 // bytes of the current file's header and carried state
 	rec          *Recorder
 	headerNodes  map[string]sim.Node
 	nodesChanged bool
 	skippedUIDs  map[string]bool
 	files        []string
+	counts       map[string]int
 
 	events  *prometheus.CounterVec
 	skipped *prometheus.CounterVec
@@ -102,7 +105,7 @@ func StartLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 	if err != nil {
 		opts.Log.Warn("decision log: recovery", "err", err)
 	}
-	l := &Live{opts: opts, skippedUIDs: map[string]bool{},
+	l := &Live{opts: opts, skippedUIDs: map[string]bool{}, counts: map[string]int{},
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schedrl_decision_log_events_total",
 			Help: "Events written to the decision log, by type."}, []string{"type"}),
 		skipped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schedrl_decision_log_skipped_total",
@@ -130,7 +133,7 @@ func StartLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 		return nil, fmt.Errorf("decision log: nodes and pods not listed from the API server within %s", opts.SyncTimeout)
 	}
 	l.mu.Lock()
-	err = l.open(time.Now())
+	err = l.open(time.Now(), nil)
 	l.started = err == nil
 	l.mu.Unlock()
 	if err != nil {
@@ -143,6 +146,14 @@ func StartLive(ctx context.Context, opts LiveOptions) (*Live, error) {
 // Collectors are the log's metrics, for the extender's /metrics.
 func (l *Live) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{l.events, l.skipped, l.rotated}
+}
+
+// Events counts the events written since the start, by type (the state carried into a new
+// file included).
+func (l *Live) Events() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return maps.Clone(l.counts)
 }
 
 // Files lists the files this Live closed, in order.
@@ -194,9 +205,12 @@ func (l *Live) tick(ctx context.Context) {
 	}
 }
 
-// open starts a file: the header of the Node objects the informer holds now, then the pods it
-// holds (running ones first, each in name order) as state at time 0. The caller holds mu.
-func (l *Live) open(now time.Time) error {
+// open starts a file: the header of the Node objects the informer holds now, then, as state at
+// time 0 (arrive, and start for running pods; running ones first, each in name order), the pods
+// of carry (the last file's state, on rotation) or, on the first file, the pods the informer
+// holds. Carrying the log's own state rather than the informer's, which may be ahead of the
+// notifications handled so far, keeps every later decision a bind. The caller holds mu.
+func (l *Live) open(now time.Time, carry []Carried) error {
 	var nodes []corev1.Node
 	for _, o := range l.nodes.GetStore().List() {
 		nodes = append(nodes, *o.(*corev1.Node))
@@ -222,7 +236,10 @@ func (l *Live) open(now time.Time) error {
 	meta["protocol"] = "kube-extender"
 	meta[MetaEpoch] = now.UTC().Format(time.RFC3339Nano)
 	meta[MetaGPUIndex] = GPUIndexRule
-	meta["carried"] = strconv.Itoa(len(running) + len(waiting))
+	if carry != nil {
+		running, waiting = nil, nil
+	}
+	meta["carried"] = strconv.Itoa(len(running) + len(waiting) + len(carry))
 	meta["tie_seed"] = strconv.FormatUint(l.opts.TieSeed, 10)
 	seed := l.opts.TieSeed
 	h, err := Header(nodes, l.opts.Model, &seed, meta)
@@ -247,7 +264,12 @@ func (l *Live) open(now time.Time) error {
 	for _, p := range append(running, waiting...) {
 		l.record(p, false, now, sim.EvStart)
 	}
-	return l.flush()
+	for _, c := range carry {
+		l.carry(c, now)
+	}
+	err = l.flush()
+	l.base = f.n
+	return err
 }
 
 func (l *Live) flush() error {
@@ -278,10 +300,33 @@ func (l *Live) rotate(now time.Time) error {
 	if err := l.flush(); err != nil {
 		return err
 	}
+	carry := l.rec.State()
 	if err := l.closeFile(); err != nil {
 		return err
 	}
-	return l.open(now)
+	return l.open(now, carry)
+}
+
+// carry records one pod of the last file's state in the new one. The caller holds mu.
+func (l *Live) carry(c Carried, now time.Time) {
+	if err := l.rec.Arrive(now, c.UID, c.Task, c.Request); err != nil {
+		l.skip(c.UID, SkipRefused, err)
+		return
+	}
+	l.count("carried")
+	if !c.Running {
+		return
+	}
+	if _, ok := l.headerNodes[c.Node]; !ok {
+		l.skip(c.UID, SkipUnknownNode, fmt.Errorf("pod %s: runs on node %s, which no longer has a Node object", c.Task, c.Node))
+		return
+	}
+	gpus := c.GPUs
+	if err := l.rec.Bind(now, c.UID, c.Node, &gpus, sim.EvStart); err != nil {
+		l.skip(c.UID, SkipRefused, err)
+		return
+	}
+	l.count(sim.EvStart)
 }
 
 // nodeEvent marks the header stale when the Node objects no longer match it; the next pod
@@ -322,19 +367,25 @@ func (l *Live) podEvent(o any, deleted bool) {
 		return
 	}
 	now := time.Now()
-	if l.nodesChanged {
-		// The new file's header lists the nodes as they are, and its state includes this pod.
-		if err := l.rotate(now); err != nil {
-			l.opts.Log.Warn("decision log: rotate", "err", err)
+	for range 2 {
+		if l.nodesChanged {
+			// The new file's header lists the nodes as they are now.
+			if err := l.rotate(now); err != nil {
+				l.opts.Log.Warn("decision log: rotate", "err", err)
+				return
+			}
 		}
-		return
+		l.record(pod, deleted, now, sim.EvBind)
+		if !l.nodesChanged {
+			break
+		}
+		// Bound to a node the header does not list yet: once more, in a file that lists it.
 	}
-	l.record(pod, deleted, now, sim.EvBind)
 	if err := l.flush(); err != nil {
 		l.opts.Log.Warn("decision log: write", "err", err)
 		return
 	}
-	if l.cur.n >= l.opts.MaxBytes {
+	if l.cur.n-l.base >= l.opts.MaxBytes {
 		if err := l.rotate(now); err != nil {
 			l.opts.Log.Warn("decision log: rotate", "err", err)
 		}
@@ -369,7 +420,11 @@ func (l *Live) record(pod *corev1.Pod, deleted bool, now time.Time, bindType str
 			l.skip(uid, SkipRefused, err)
 			return
 		}
-		l.events.WithLabelValues(sim.EvArrive).Inc()
+		if bindType == sim.EvStart {
+			l.count("carried")
+		} else {
+			l.count(sim.EvArrive)
+		}
 	}
 	if pod.Spec.NodeName != "" && !running {
 		gpus, err := GPUs(pod)
@@ -389,7 +444,7 @@ func (l *Live) record(pod *corev1.Pod, deleted bool, now time.Time, bindType str
 			l.skip(uid, SkipRefused, err)
 			return
 		}
-		l.events.WithLabelValues(bindType).Inc()
+		l.count(bindType)
 		running = true
 	}
 	if done {
@@ -407,7 +462,12 @@ func (l *Live) write(typ string, err error) {
 		l.skipped.WithLabelValues(SkipRefused).Inc()
 		return
 	}
+	l.count(typ)
+}
+
+func (l *Live) count(typ string) {
 	l.events.WithLabelValues(typ).Inc()
+	l.counts[typ]++
 }
 
 // skip leaves a pod's change out and says why; a pod left out before it arrived stays out

@@ -238,6 +238,41 @@ func (r *Recorder) End(at time.Time, uid string, complete bool) error {
 	return nil
 }
 
+// Carried is a pod the log holds (waiting or running): what the next file of a rotated log
+// begins with.
+type Carried struct {
+	UID, Task string
+	Request   sim.Task
+	Running   bool
+	Node      string
+	GPUs      sim.GPUSet
+}
+
+// State lists the pods the log holds, running ones first, each in task name order.
+func (r *Recorder) State() []Carried {
+	out := make([]Carried, 0, len(r.tasks))
+	for uid, e := range r.tasks {
+		c := Carried{UID: uid, Task: e.name, Running: e.running}
+		if e.running {
+			pl, _ := r.rep.C.Placement(e.name)
+			c.Request, c.Node, c.GPUs = pl.Task, r.rep.C.Node(pl.Choice.Node).Name, pl.Choice.GPUs
+		} else {
+			c.Request, _ = r.rep.Pending(e.name)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b Carried) int {
+		if a.Running != b.Running {
+			if a.Running {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Task, b.Task)
+	})
+	return out
+}
+
 // GPUs reads a bound pod's gpu-index annotation: nil when absent (GPUIndexRule applies).
 func GPUs(pod *corev1.Pod) (*sim.GPUSet, error) {
 	s, ok := pod.Annotations[kube.AnnotGPUIndex]
