@@ -105,8 +105,14 @@ func TestImportDefaultScheduler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// SCHEDRL_PODLOG_KEEP=DIR keeps the imported log (docs/decision-log.md clones it).
+	if keep := os.Getenv("SCHEDRL_PODLOG_KEEP"); keep != "" {
+		dir = keep
+	}
 	logPath := filepath.Join(dir, "cluster.jsonl")
-	os.WriteFile(logPath, buf.Bytes(), 0o644)
+	if err := os.WriteFile(logPath, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	got := readLogs(t, []string{logPath})
 	if len(rep.DeletedBetweenDumps) != len(gone) || rep.Pods != 400 || len(got.arrived) != 400 {
 		t.Errorf("report %d pods, %d deleted between dumps; log %d arrivals; want 400, %d, 400", rep.Pods, len(rep.DeletedBetweenDumps), len(got.arrived), len(gone))
