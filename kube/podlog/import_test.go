@@ -144,6 +144,56 @@ func TestImportDefaultScheduler(t *testing.T) {
 	t.Logf("import: %d nodes, %d pods, %d binds (%d GPU sets assigned by the rule), %d deleted between dumps, %d refused by the model, %d waiting",
 		rep.Nodes, rep.Pods, rep.Binds, rep.GPUIndexAssigned, len(rep.DeletedBetweenDumps), len(rep.Refused), rep.Waiting)
 
+	// A second, independent history on the same nodes (every pod of the first removed): the
+	// held-out log of docs/decision-log.md's cloning figure.
+	zero := int64(0)
+	if err := client.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "pods removed", func() bool {
+		l, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) == 0
+	})
+	out3, err := kubetest.Submit(ctx, client, "default", p.Workload[400:700], time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dump(t, ctx, client, filepath.Join(dir, "d3.json"))
+	names = names[:0]
+	for _, o := range out3 {
+		if o.Bound {
+			names = append(names, o.Task)
+		}
+	}
+	deleteShare(t, ctx, client, names, 0.4)
+	if _, err := kubetest.Submit(ctx, client, "default", p.Workload[700:800], time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	dump(t, ctx, client, filepath.Join(dir, "d4.json"))
+	snaps = snaps[:0]
+	for _, d := range []string{"d3.json", "d4.json"} {
+		s, err := podlog.ReadDump(filepath.Join(dir, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		snaps = append(snaps, s)
+	}
+	var buf2 bytes.Buffer
+	rep2, err := podlog.Import(snaps, &buf2, podlog.ImportOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := podlog.Replay(bytes.NewReader(buf2.Bytes())); err != nil || rep2.Pods != 400 {
+		t.Fatalf("second history: %d pods, replay: %v", rep2.Pods, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cluster-2.jsonl"), buf2.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pods, err = client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	live, err := podlog.ListLive(ctx, client, "test", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
