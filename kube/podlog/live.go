@@ -195,7 +195,7 @@ func (l *Live) tick(ctx context.Context) {
 			return
 		case now := <-t.C:
 			l.mu.Lock()
-			if !l.closed && (l.nodesChanged || now.Sub(l.cur.opened) >= l.opts.MaxAge) {
+			if !l.closed && (l.rec == nil || l.nodesChanged || now.Sub(l.cur.opened) >= l.opts.MaxAge) {
 				if err := l.rotate(time.Now()); err != nil {
 					l.opts.Log.Warn("decision log: rotate", "err", err)
 				}
@@ -284,6 +284,9 @@ func (l *Live) closeFile() error {
 	if l.cur == nil {
 		return nil
 	}
+	if err := l.flush(); err != nil {
+		return err
+	}
 	cur := l.cur
 	l.cur, l.rec = nil, nil
 	path, err := cur.commit(l.opts.Dir)
@@ -295,10 +298,12 @@ func (l *Live) closeFile() error {
 	return nil
 }
 
-// rotate closes the current file and opens the next. The caller holds mu.
+// rotate closes the current file and opens the next; with no file open (an earlier open
+// failed, e.g. while the cluster listed no nodes) it opens one from what the informers hold.
+// The caller holds mu.
 func (l *Live) rotate(now time.Time) error {
-	if err := l.flush(); err != nil {
-		return err
+	if l.rec == nil {
+		return l.open(now, nil)
 	}
 	carry := l.rec.State()
 	if err := l.closeFile(); err != nil {
@@ -368,7 +373,7 @@ func (l *Live) podEvent(o any, deleted bool) {
 	}
 	now := time.Now()
 	for range 2 {
-		if l.nodesChanged {
+		if l.nodesChanged || l.rec == nil {
 			// The new file's header lists the nodes as they are now.
 			if err := l.rotate(now); err != nil {
 				l.opts.Log.Warn("decision log: rotate", "err", err)
