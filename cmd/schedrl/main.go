@@ -36,6 +36,7 @@ func newRootCmd() *cobra.Command {
 		newJobsCmd(nil),
 		newMAIFSCmd(nil),
 		newServeCmd(),
+		newLogsCmd(),
 		newDefragCmd(),
 		newRegistryCmd(),
 		newPipelineCmd(),

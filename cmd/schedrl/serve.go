@@ -100,6 +100,7 @@ func (w workloadFlags) model() (*sim.FragModel, error) {
 type serveExtenderOptions struct {
 	kubeFlags
 	workloadFlags
+	decisionLogFlags
 	Listen   string
 	Listener net.Listener // instead of Listen (tests)
 	Policy   string
@@ -135,6 +136,7 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 	}
 	opts.kubeFlags.add(cmd)
 	opts.workloadFlags.add(cmd, d.Sim)
+	opts.decisionLogFlags.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&opts.Listen, "listen", ":8888", "address to serve on")
 	f.StringVar(&opts.Policy, "policy", "fgd", "heuristic placer: "+fmt.Sprint(policy.Placers()))
@@ -166,6 +168,14 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 	}
 	srv := extender.New(extender.Options{Client: client, Mirror: mirror, Placer: placer, Seed: opts.Seed,
 		Model: label, APITimeout: opts.APITimeout, Log: opts.Log})
+	dlog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
+		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Log)
+	if err != nil {
+		return err
+	}
+	if dlog != nil {
+		defer dlog.Close()
+	}
 	ln := opts.Listener
 	if ln == nil {
 		if ln, err = net.Listen("tcp", opts.Listen); err != nil {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +23,7 @@ import (
 	"github.com/schedrl/schedrl/kube"
 	"github.com/schedrl/schedrl/kube/descheduler"
 	"github.com/schedrl/schedrl/kube/kubetest"
+	"github.com/schedrl/schedrl/kube/podlog"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
@@ -95,6 +98,7 @@ func TestServeExtenderRegistryModel(t *testing.T) {
 		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
 		Listener:      ln, Model: "placement@champion", Config: cfg, Log: slog.Default(),
 	}
+	opts.decisionLogFlags = decisionLogFlags{LogDir: t.TempDir(), LogMaxBytes: 64 << 20, LogMaxAge: time.Hour}
 	served := make(chan error, 1)
 	go func() { served <- runServeExtender(ctx, &opts) }()
 	if err := k.StartScheduler(testserver.Extender{URL: "http://" + ln.Addr().String()}); err != nil {
@@ -125,6 +129,27 @@ func TestServeExtenderRegistryModel(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatalf("serve extender: %v", err)
+	}
+	checkDecisionLog(t, opts.LogDir, "placement@1")
+}
+
+// checkDecisionLog: the extender stopped leaves one closed, content-addressed decision log
+// that replays and names the model that decided.
+func checkDecisionLog(t *testing.T, dir, model string) {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 1 || !strings.HasPrefix(filepath.Base(files[0]), "decisions-") {
+		t.Fatalf("decision log folder holds %v, want one closed file", files)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := podlog.Replay(bytes.NewReader(data)); err != nil {
+		t.Fatalf("%s: %v", files[0], err)
+	}
+	if !strings.Contains(string(data), `"model":"`+model) {
+		t.Errorf("%s: header names no model %s", files[0], model)
 	}
 }
 

@@ -18,10 +18,18 @@ type PipelineConfig struct {
 	// LogSeeds are the expert runs the logs stage simulates (sim section: cluster, pod list,
 	// policy, tune), one decision log each, unless datasets.logs names existing logs.
 	LogSeeds string `mapstructure:"log_seeds" yaml:"log_seeds"`
+	// Logs.Source, when set, is a folder of decision logs (*.jsonl: a cluster's, from
+	// `serve extender --log-dir` or `logs import`) the logs stage takes instead of simulating.
+	Logs PipelineLogsConfig `mapstructure:"logs" yaml:"logs"`
 	// Model is the registry model name the publish stage publishes under.
 	Model string `mapstructure:"model" yaml:"model"`
 	// Gate decides whether a published version becomes the champion.
 	Gate GateConfig `mapstructure:"gate" yaml:"gate"`
+}
+
+// PipelineLogsConfig says where the logs stage takes its decision logs from.
+type PipelineLogsConfig struct {
+	Source string `mapstructure:"source" yaml:"source"`
 }
 
 // GateConfig is the champion gate: a new version takes Alias only when, on every workload in

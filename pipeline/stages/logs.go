@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
@@ -36,6 +37,9 @@ func registerExpertLogs(envName string, make func(config.Config) (pipeline.Stage
 }
 
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
+	if src := cfg.Pipeline.Logs.Source; src != "" {
+		return newSourceLogs(src, cfg.Datasets.Logs)
+	}
 	if cfg.Datasets.Logs != "" {
 		return newGivenLogs(cfg.Datasets.Logs)
 	}
@@ -45,6 +49,25 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 			cfg.Finetune.Env, sortedKeys(expertLogMakers))
 	}
 	return make(cfg)
+}
+
+// newSourceLogs is the logs stage of pipeline.logs.source: every decision log (*.jsonl) of a
+// folder, such as the extender's --log-dir or the output of `schedrl logs import`.
+func newSourceLogs(src, datasetsLogs string) (*givenLogs, error) {
+	switch {
+	case datasetsLogs != "":
+		return nil, fmt.Errorf("pipeline.logs.source %q and datasets.logs %q: set one of them", src, datasetsLogs)
+	case strings.Contains(src, "://"):
+		return nil, fmt.Errorf("pipeline.logs.source %q: a store prefix is not read yet; copy the logs into a folder", src)
+	}
+	if st, err := os.Stat(src); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("pipeline.logs.source %q: not a folder", src)
+	}
+	s, err := newGivenLogs(filepath.Join(src, "*.jsonl"))
+	if err != nil {
+		return nil, fmt.Errorf("pipeline.logs.source %q: %w", src, err)
+	}
+	return s, nil
 }
 
 func newGivenLogs(glob string) (*givenLogs, error) {

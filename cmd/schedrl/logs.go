@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/kube/podlog"
+)
+
+// newLogsCmd groups the commands that bring a real cluster's history in as decision logs.
+func newLogsCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "logs",
+		Short: "Decision logs of a real cluster: import a Kubernetes cluster's history",
+	}
+	cmd.AddCommand(newLogsImportCmd(nil))
+	return cmd
+}
+
+// logsImportOptions configure `schedrl logs import`.
+type logsImportOptions struct {
+	Kubeconfig string
+	Dumps      []string
+	Out        string
+	Coverage   float64
+	Timeout    time.Duration
+	Stdout     io.Writer
+}
+
+func newLogsImportCmd(runF func(context.Context, *logsImportOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runLogsImport
+	}
+	opts := &logsImportOptions{}
+	cmd := &cobra.Command{
+		Use:   "import (--kubeconfig FILE | --dump FILE...) --out LOG",
+		Short: "Write the decision log of what a Kubernetes cluster's scheduler did with its pods",
+		Long: "Reads a cluster's Node and Pod objects, live through --kubeconfig or from dumps of\n" +
+			"`kubectl get nodes,pods -o json` (several dumps of one cluster in the order they were taken),\n" +
+			"and writes a version-2 decision log: creation -> arrive, PodScheduled time and nodeName -> bind,\n" +
+			"containers' finish -> complete, deletion or absence from a later dump -> delete. GPU requests\n" +
+			"follow docs/deploy.md; pods without alibabacloud.com/gpu-index get the tightest-fitting GPUs.\n" +
+			"Pods whose history is incomplete are counted and listed. See docs/decision-log.md.",
+		Example: "  kubectl get nodes,pods -A -o json > monday.json\n" +
+			"  schedrl logs import --dump monday.json --dump tuesday.json --out runs/cluster.jsonl\n" +
+			"  schedrl logs import --kubeconfig ~/.kube/config --out runs/cluster.jsonl",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.Stdout = cmd.OutOrStdout()
+			return runF(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "read the cluster live through this kubeconfig")
+	f.StringArrayVar(&opts.Dumps, "dump", nil, "a `kubectl get nodes,pods -o json` dump (repeat, oldest first)")
+	f.StringVar(&opts.Out, "out", "", "decision log to write (required)")
+	f.Float64Var(&opts.Coverage, "coverage", 0.95, "share of the imported requests the header's typical shapes cover")
+	f.DurationVar(&opts.Timeout, "api-timeout", 30*time.Second, "deadline of each API server request (--kubeconfig)")
+	return cmd
+}
+
+func runLogsImport(ctx context.Context, opts *logsImportOptions) error {
+	switch {
+	case opts.Out == "":
+		return errors.New("--out: required")
+	case (opts.Kubeconfig == "") == (len(opts.Dumps) == 0):
+		return errors.New("give --kubeconfig FILE or --dump FILE (one or more), not both")
+	}
+	var snaps []podlog.Snapshot
+	if opts.Kubeconfig != "" {
+		client, err := kubeFlags{Kubeconfig: opts.Kubeconfig, QPS: 50, Burst: 100, APITimeout: opts.Timeout}.client()
+		if err != nil {
+			return fmt.Errorf("--kubeconfig %s: %w", opts.Kubeconfig, err)
+		}
+		s, err := podlog.ListLive(ctx, client, opts.Kubeconfig, opts.Timeout)
+		if err != nil {
+			return err
+		}
+		snaps = append(snaps, s)
+	}
+	for _, path := range opts.Dumps {
+		s, err := podlog.ReadDump(path)
+		if err != nil {
+			return fmt.Errorf("--dump %w", err)
+		}
+		snaps = append(snaps, s)
+	}
+	f, err := atomicfile.Create(opts.Out, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	rep, err := podlog.Import(snaps, f, podlog.ImportOptions{Coverage: opts.Coverage})
+	if err != nil {
+		return err
+	}
+	if err := f.Commit(); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Stdout, "%s: %d nodes, %d pods: %d bound (%d with GPUs assigned by the tightest-fit rule), %d completed, %d deleted, %d waiting\n",
+		opts.Out, rep.Nodes, rep.Pods, rep.Binds, rep.GPUIndexAssigned, rep.Completes, rep.Deletes, rep.Waiting)
+	for _, gap := range []struct {
+		what string
+		pods []string
+	}{
+		{"bound without a PodScheduled time (bound at their creation)", rep.NoScheduledTime},
+		{"gone from a later dump (deleted at the earlier dump's latest time)", rep.DeletedBetweenDumps},
+		{"finished without a container finish time (at their dump's latest time)", rep.NoFinishTime},
+		{"bound where the model refuses them (left waiting)", rep.Refused},
+	} {
+		if len(gap.pods) > 0 {
+			fmt.Fprintf(opts.Stdout, "incomplete history: %d pods %s: %s\n", len(gap.pods), gap.what, abbreviate(gap.pods, 5))
+		}
+	}
+	return nil
+}
+
+// abbreviate lists the first n names and how many more.
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s, ... (%d more)", strings.Join(names[:n], ", "), len(names)-n)
+}
