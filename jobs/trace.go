@@ -101,8 +101,11 @@ func parseJobLine(text string) (Job, bool, error) {
 	if j.Arrival < 0 {
 		return j, false, fmt.Errorf("negative arrival time %g", j.Arrival)
 	}
-	if j.PriorityWeight, err = strconv.ParseFloat(strings.TrimSpace(weight), 64); err != nil || !(j.PriorityWeight > 0) {
-		return j, false, fmt.Errorf("priority weight %q, want a number > 0", weight)
+	if j.Arrival > MaxTime {
+		return j, false, fmt.Errorf("arrival time %g s is beyond the limit of %g s", j.Arrival, float64(MaxTime))
+	}
+	if j.PriorityWeight, err = strconv.ParseFloat(strings.TrimSpace(weight), 64); err != nil || !(j.PriorityWeight > 0) || math.IsInf(j.PriorityWeight, 0) {
+		return j, false, fmt.Errorf("priority weight %q, want a finite number > 0", weight)
 	}
 	return j, false, nil
 }
