@@ -3,6 +3,8 @@ package jobs
 import (
 	"fmt"
 	"math"
+
+	"github.com/schedrl/schedrl/engine"
 )
 
 // Limits of the round-based worlds (this package's and fungible's), checked before a run
@@ -10,9 +12,9 @@ import (
 // in a trace is at most MaxTime, and a run needs at most MaxRounds rounds by the estimate of
 // RoundBudget. docs/jobs.md lists them.
 const (
-	// MaxTime (seconds, about 31.7 years) bounds arrival times and a job's run time alone: far
-	// beyond any trace, and small enough that a round of a millisecond still moves the clock.
-	MaxTime = 1e9
+	// MaxTime (seconds) bounds arrival times and a job's run time alone: the clock's limit of
+	// the event-driven worlds.
+	MaxTime = engine.MaxTime
 	// MaxRounds bounds the rounds of one run (minutes of work at the traces' sizes).
 	MaxRounds = 10_000_000
 )
