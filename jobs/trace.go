@@ -3,8 +3,8 @@ package jobs
 import (
 	"bufio"
 	"fmt"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +32,7 @@ type Trace struct {
 // command, num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor), whose
 // scale-factor-0 lines are skipped as Gavel's old parser skipped them.
 func ReadTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return nil, err
 	}

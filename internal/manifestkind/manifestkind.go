@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -39,7 +40,7 @@ func Expect(dir string, want Kind) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s is a file; a %s is a directory", dir, want)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	data, err := inputfile.ReadFile(filepath.Join(dir, ManifestFile), inputfile.Table)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: not a %s: no %s", dir, want, ManifestFile)
 	}
