@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"github.com/schedrl/schedrl/internal/inputfile"
 	"math"
@@ -58,7 +59,9 @@ func ReadTrace(path string) (*Trace, error) {
 		j.Index, j.Line = len(tr.Jobs), line
 		tr.Jobs = append(tr.Jobs, j)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s: a line longer than 1 MiB: not a Gavel trace", path)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(tr.Jobs) == 0 {

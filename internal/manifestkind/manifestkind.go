@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/schedrl/schedrl/internal/inputfile"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/schedrl/schedrl/internal/inputfile"
 )
 
 // Kind is what a directory's manifest describes.
@@ -19,8 +21,46 @@ type Kind string
 const (
 	Checkpoint Kind = "checkpoint"
 	Dataset    Kind = "dataset"
+	EvalReport Kind = "eval report"
+	LogSet     Kind = "folder of logs"
 	Unknown    Kind = "unknown"
+	Empty      Kind = "empty folder"
 )
+
+// metricsFile is an eval report's metrics; its "schema" names the report kind.
+const metricsFile = "metrics.json"
+
+// DirOf tells what the existing directory dir holds: Empty; a Checkpoint or Dataset by its
+// manifest; an EvalReport by its metrics.json; a LogSet when it holds only decision logs
+// (*.jsonl) and set markers (*INCOMPLETE); else Unknown. Output checks use it so that --force
+// never replaces one kind of output with another.
+func DirOf(dir string) (Kind, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Unknown, err
+	}
+	if len(entries) == 0 {
+		return Empty, nil
+	}
+	if data, err := inputfile.ReadFile(filepath.Join(dir, ManifestFile), inputfile.Table); err == nil {
+		return Of(data), nil
+	}
+	if data, err := inputfile.ReadFile(filepath.Join(dir, metricsFile), inputfile.Table); err == nil {
+		var m struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &m) == nil && strings.HasPrefix(m.Schema, "schedrl.eval.") {
+			return EvalReport, nil
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, "INCOMPLETE") || strings.Contains(name, ".tmp-")) {
+			return Unknown, nil
+		}
+	}
+	return LogSet, nil
+}
 
 // ManifestFile is the manifest's name in every kind of directory.
 const ManifestFile = "manifest.json"
