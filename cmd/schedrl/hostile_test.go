@@ -54,7 +54,7 @@ func TestHostileInputsAreRefusedBeforeWork(t *testing.T) {
 	}
 	openb := []string{"jobs", "--trace", pods, "--nodes", nodes}
 	checkHostile(t, []hostileCase{
-		{1, []string{"sim", "--nodes", nodes, "--pods", pods, "--seeds", "18446744073709551615,0-10000"}, "lists more than 10000 seeds"},
+		{1, []string{"sim", "--nodes", nodes, "--pods", pods, "--seeds", "18446744073709551615,0-9999"}, "lists more than 10000 seeds"},
 		{1, []string{"jobs", "--servers-gpus", "8", "--policy", "synergy-tune", "--generate", "jobs=1000000000,lam=1"}, "field jobs: 1000000000 jobs, at most 200000"},
 		{1, []string{"jobs", "--generate", "jobs=100,lam=1e300", "--cluster", "8:8:8"}, "field lam"},
 		{1, append(openb, "--load", "1", "--duration", "1e308"), "duration 1e+308 s: each at most 1e+09 s"},
@@ -151,7 +151,7 @@ func TestOutputRule(t *testing.T) {
 		{4, []string{"eval", "--policies", "fgd", "--out", other, "--force"}, other + " holds files that are not an eval report: --force replaces only an eval report"},
 		{4, []string{"pretrain", "--data", dataset, "--out", report}, report + " is an eval report, and this command writes a checkpoint there"},
 		{4, append(sim, "--log-dir", dataset), dataset + " is a dataset, and this command writes a folder of logs there"},
-		{4, append(sim, "--log-dir", logs), "already holds 2 files of this set"},
+		{4, append(sim, "--log-dir", logs), "a set of an earlier run already exists (2 files"},
 		{4, []string{"jobs", "--trace", pods, "--series", filepath.Join(missing, "s.csv")}, "--series " + filepath.Join(missing, "s.csv") + ": folder " + missing + " does not exist"},
 		{4, []string{"jobs", "--trace", pods, "--log", filepath.Join(missing, "l.jsonl")}, "--log " + filepath.Join(missing, "l.jsonl") + ": folder " + missing + " does not exist"},
 		{4, []string{"maifs-bc", "--out", filepath.Join(missing, "bc")}, "folder " + missing + " does not exist"},

@@ -41,8 +41,8 @@ func BeginSet(dir, prefix, what string, force bool) (*Set, error) {
 		return nil, err
 	}
 	if len(old) > 0 && !force {
-		return nil, fmt.Errorf("%s already holds %d files of this set (%s, from an earlier run) %w (use --force to replace them)",
-			dir, len(old), filepath.Join(dir, prefix+"*"), ErrExists)
+		return nil, fmt.Errorf("%s: a set of an earlier run %w (%d files %s); use --force to replace it",
+			dir, ErrExists, len(old), filepath.Join(dir, prefix+"*"))
 	}
 	for _, f := range old {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil {

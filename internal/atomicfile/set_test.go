@@ -42,7 +42,7 @@ func TestSets(t *testing.T) {
 	if got, err := Glob(filepath.Join(dir, "*.jsonl")); err != nil || len(got) != 3 {
 		t.Errorf("both sets complete: %v, %v", got, err)
 	}
-	if _, err := BeginSet(dir, "a-", "test a again", false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "already holds 2 files") {
+	if _, err := BeginSet(dir, "a-", "test a again", false); !errors.Is(err, ErrExists) || !strings.Contains(err.Error(), "a set of an earlier run already exists (2 files") {
 		t.Errorf("second run without force: %v", err)
 	}
 	if _, err := BeginSet(dir, "a-", "test a again", true); err != nil {
