@@ -42,6 +42,7 @@ func checkHostile(t *testing.T, cases []hostileCase) {
 // Issue 34, classes 1 and 2: inputs that made a command loop for ever, fill memory or compute
 // nonsense are refused before any work, naming the flag, field, file or line.
 func TestHostileInputsAreRefusedBeforeWork(t *testing.T) {
+	t.Chdir(repotest.Root()) // the commands' default tables are repository paths
 	dir := t.TempDir()
 	nodes, pods := repotest.OpenbNodes(), repotest.OpenbPods("default")
 	gavel := repotest.Data("gavel", "reference", "gen-16x3-lam2400-seed1-multigpu.trace")
@@ -116,6 +117,7 @@ func TestHostileFilesGiveOneLineNotAPanic(t *testing.T) {
 	if err := os.Mkdir(ck, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	writeFile(t, filepath.Join(ck, checkpoint.ModelFile), "")
 	if _, err := checkpoint.Write(ck, checkpoint.Manifest{Model: arch.Kind, Env: env.PlacementName, Created: time.Now(), Hyper: map[string]any{"arch": arch}}); err != nil {
 		t.Fatal(err)
 	}
