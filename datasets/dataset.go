@@ -345,7 +345,7 @@ func (s *segmentRows) next() (Row, error) {
 			s.buf = make([]Row, n)
 		}
 		s.buf = s.buf[:n]
-		got, err := s.r.Read(s.buf)
+		got, err := s.read()
 		if got < int(n) && err == nil {
 			err = io.ErrUnexpectedEOF
 		}
@@ -359,19 +359,24 @@ func (s *segmentRows) next() (Row, error) {
 	return s.buf[s.pos-1], nil
 }
 
-func (s *segmentRows) openNext() error {
+// read fills s.buf from the current shard.
+func (s *segmentRows) read() (n int, err error) {
+	defer malformed(s.segs[s.seg-1].Shard, &err)
+	return s.r.Read(s.buf)
+}
+
+func (s *segmentRows) openNext() (err error) {
 	s.close()
 	if s.seg == len(s.segs) {
 		return fmt.Errorf("episode has fewer rows than its segments promise")
 	}
 	seg := s.segs[s.seg]
 	s.seg++
-	f, err := os.Open(filepath.Join(s.dir, filepath.FromSlash(seg.Shard)))
-	if err != nil {
+	path := filepath.Join(s.dir, filepath.FromSlash(seg.Shard))
+	defer malformed(path, &err)
+	if s.f, s.r, err = openShard[Row](path); err != nil {
 		return err
 	}
-	s.f = f
-	s.r = parquet.NewGenericReader[Row](f)
 	if err := s.r.SeekToRow(seg.FirstRow); err != nil {
 		return fmt.Errorf("%s: seek to row %d: %w", seg.Shard, seg.FirstRow, err)
 	}

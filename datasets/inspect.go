@@ -89,13 +89,13 @@ func Inspect(dir string) (*Report, error) {
 }
 
 // scanShard calls fn for every row of a shard and records its schema once.
-func scanShard[T any](path string, fn func(*T), schema *string) error {
-	f, err := os.Open(path)
+func scanShard[T any](path string, fn func(*T), schema *string) (err error) {
+	defer malformed(path, &err)
+	f, r, err := openShard[T](path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	r := parquet.NewGenericReader[T](f)
 	defer r.Close()
 	if *schema == "" {
 		*schema = r.Schema().String()
@@ -113,6 +113,36 @@ func scanShard[T any](path string, fn func(*T), schema *string) error {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 	}
+}
+
+// malformed turns a panic of the Parquet decoder into an error naming the shard: parquet-go
+// panics on some corrupt pages and footers, and a shard whose manifest checksum was forged to
+// match is input like any other. Deferred by every function that decodes shards.
+func malformed(path string, err *error) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: malformed Parquet shard: %v", path, r)
+	}
+}
+
+// openShard opens a Parquet shard for reading rows of T. parquet.NewGenericReader panics on a
+// file it cannot parse, so the file is parsed first (parquet.OpenFile), and a malformed shard
+// whose bytes the manifest vouches for is an error naming it rather than a crash.
+func openShard[T any](path string) (*os.File, *parquet.GenericReader[T], error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	pf, err := parquet.OpenFile(f, st.Size())
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: not a readable Parquet shard: %w", path, err)
+	}
+	return f, parquet.NewGenericReader[T](pf), nil
 }
 
 // Print writes the report for people.

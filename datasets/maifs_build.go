@@ -2,7 +2,6 @@ package datasets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,6 +11,7 @@ import (
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/digest"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/schedrl/schedrl/jobs"
 )
 
@@ -138,7 +138,7 @@ func BuildMAIFS(o MAIFSBuildOptions) (*MAIFSManifest, MAIFSBuildStats, error) {
 }
 
 func readFungibleLog(path string) (*fungible.Log, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return nil, err
 	}

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -26,7 +26,7 @@ type episode struct {
 // records exactly what was replayed.
 type logFile struct {
 	path    string
-	f       *os.File
+	f       io.ReadCloser
 	sum     hash.Hash
 	counted *countingWriter
 	lr      *sim.LogReader
@@ -34,7 +34,7 @@ type logFile struct {
 
 // openLog opens a log and reads its header, checking it against nodes when given.
 func openLog(path string, o BuildOptions, nodes []sim.Node) (*logFile, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return nil, err
 	}

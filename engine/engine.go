@@ -13,6 +13,11 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
+// MaxTime (seconds, about 31.7 years) is the clock's limit: every timed world refuses a time,
+// duration or run time beyond it before it starts, so that a step of a millisecond still moves
+// the clock and no input makes a run without end. docs/timed.md lists the limits.
+const MaxTime = 1e9
+
 // Kind is an event's kind. At equal times events pop in this order: capacity is freed
 // (completions, ends of migrations, preemptions) before a round is recomputed, before new work
 // arrives, and a trigger (a scheduling pass) comes last, when everything at that instant is in.
@@ -93,7 +98,7 @@ func (e *Engine) Pending() int { return len(e.heap) - len(e.cancelled) }
 
 // At schedules an event at time t, which may not be before now.
 func (e *Engine) At(t float64, k Kind, subject int) (ID, error) {
-	if math.IsNaN(t) || math.IsInf(t, 0) || t < e.now {
+	if math.IsNaN(t) || math.IsInf(t, 0) || t < e.now || t > MaxTime {
 		return 0, fmt.Errorf("engine: %s of %d at time %v, now %v", k, subject, t, e.now)
 	}
 	if k >= numKinds {

@@ -4,8 +4,8 @@ import (
 	"encoding/csv"
 	"errors"
 	"fmt"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"io"
-	"os"
 	"sort"
 	"strings"
 )
@@ -18,7 +18,7 @@ type mapping struct {
 }
 
 func readMapping(path string, header [3]string) (*mapping, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,7 @@ package fungible
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"slices"
 	"sort"
 	"strings"
@@ -46,7 +46,7 @@ type profileFile struct {
 // `mem` field (the vendored file leaves out the ones Synergy wrote as an expression) takes the
 // least memory at which its `cpus` row reaches that row's top.
 func LoadProfiles(path string) (*Profiles, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, inputfile.Table)
 	if err != nil {
 		return nil, err
 	}

@@ -75,6 +75,9 @@ func Run(c Cluster, m SpeedModel, work []Job, cfg RunConfig) (Result, error) {
 	if err := checkWork(c, m, work, check); err != nil {
 		return Result{}, err
 	}
+	if err := jobs.RoundBudget(cfg.Round, runTimes(m, work)); err != nil {
+		return Result{}, err
+	}
 	res := Result{JCT: make([]float64, len(work))}
 	now, next, left := work[0].Arrival, 0, len(work)
 	var present []*running
@@ -324,6 +327,21 @@ func checkWork(c Cluster, m SpeedModel, work []Job, rule Rule) error {
 		fits[k] = true
 	}
 	return nil
+}
+
+// runTimes are the jobs' run times alone at their slowest GPU type (jobs.RoundBudget's bound).
+func runTimes(m SpeedModel, work []Job) []float64 {
+	out := make([]float64, len(work))
+	for i, j := range work {
+		slowest := math.Inf(1)
+		for _, t := range GPUTypes {
+			if v, ok := m.Tput.Alone(t, j.Type, j.GPUs); ok && v > 0 {
+				slowest = min(slowest, v)
+			}
+		}
+		out[i] = float64(j.Steps) / slowest
+	}
+	return out
 }
 
 // Replay applies a run's log to an empty ledger over c, in order: every allocation is checked

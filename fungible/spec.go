@@ -2,6 +2,7 @@ package fungible
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -38,7 +39,26 @@ func ParseWorkloadSpec(spec string) (WorkloadConfig, error) {
 	if !haveJobs || !haveLam {
 		return cfg, fmt.Errorf("%q: want jobs=N (N > 0) and lam=S, e.g. jobs=1000,lam=1800,multigpu", spec)
 	}
-	return cfg, nil
+	return cfg, checkWorkload(spec, cfg)
+}
+
+// MaxJobs bounds a generated workload's job count: a hundred times the largest Gavel trace.
+const MaxJobs = 200_000
+
+// checkWorkload refuses a workload whose jobs or arrival span pass the limits: a count that
+// would fill memory, a mean interarrival that is no finite positive number or would put
+// arrivals past jobs.MaxTime.
+func checkWorkload(spec string, cfg WorkloadConfig) error {
+	switch {
+	case cfg.Jobs > MaxJobs:
+		return fmt.Errorf("%q: field jobs: %d jobs, at most %d", spec, cfg.Jobs, MaxJobs)
+	case !(cfg.Interarrival > 0) || math.IsInf(cfg.Interarrival, 0):
+		return fmt.Errorf("%q: field lam: %g s, want a finite number > 0", spec, cfg.Interarrival)
+	case cfg.Interarrival*float64(cfg.Jobs) > jobs.MaxTime/10:
+		return fmt.Errorf("%q: field lam: %d arrivals %g s apart span about %.3g s, at most %g s", spec, cfg.Jobs, cfg.Interarrival,
+			cfg.Interarrival*float64(cfg.Jobs), jobs.MaxTime/10)
+	}
+	return nil
 }
 
 // AsTrace is a generated workload as jobs' trace named name, so the GPU-type world's policies

@@ -26,8 +26,8 @@ type WorkloadConfig struct {
 // The same config gives the same jobs.
 func Generate(t Throughputs, jobTypes []string, cfg WorkloadConfig) ([]Job, error) {
 	switch {
-	case cfg.Jobs < 0:
-		return nil, fmt.Errorf("workload: %d jobs, want >= 0", cfg.Jobs)
+	case cfg.Jobs < 0 || cfg.Jobs > MaxJobs:
+		return nil, fmt.Errorf("workload: %d jobs, want 0 to %d", cfg.Jobs, MaxJobs)
 	case !(cfg.Interarrival > 0) || math.IsInf(cfg.Interarrival, 0):
 		return nil, fmt.Errorf("workload: mean interarrival %g s, want a positive number", cfg.Interarrival)
 	case len(jobTypes) == 0:

@@ -76,6 +76,9 @@ func Run(tr *Trace, t *Throughputs, cfg Config) (Result, error) {
 			return Result{}, fmt.Errorf("%s:%d: job %s fits no GPU type of cluster %v (too few GPUs or no throughput)", tr.Path, j.Line, j.Type, cfg.Cluster.GPUs)
 		}
 	}
+	if err := RoundBudget(cfg.Round, runTimes(tr, tputs, cfg.Cluster)); err != nil {
+		return Result{}, fmt.Errorf("%s: %w", tr.Path, err)
+	}
 	switch cfg.Compat {
 	case CompatGavel:
 		return runGavel(tr, tputs, cfg, name)

@@ -3,7 +3,7 @@ package jobs
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"regexp"
 	"strconv"
 )
@@ -29,7 +29,7 @@ func parseJobType(s string) (JobType, bool) {
 // LoadThroughputs reads simulation_throughputs.json; the *_unconsolidated worker types are
 // ignored, as Gavel's simulator ignores them.
 func LoadThroughputs(path string) (*Throughputs, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := inputfile.ReadFile(path, inputfile.Table)
 	if err != nil {
 		return nil, err
 	}

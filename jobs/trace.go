@@ -2,9 +2,10 @@ package jobs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"math"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ type Trace struct {
 // command, num_steps_arg, needs_data_dir, total_steps, arrival_time, scale_factor), whose
 // scale-factor-0 lines are skipped as Gavel's old parser skipped them.
 func ReadTrace(path string) (*Trace, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +59,9 @@ func ReadTrace(path string) (*Trace, error) {
 		j.Index, j.Line = len(tr.Jobs), line
 		tr.Jobs = append(tr.Jobs, j)
 	}
-	if err := sc.Err(); err != nil {
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, fmt.Errorf("%s: a line longer than 1 MiB: not a Gavel trace", path)
+	} else if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if len(tr.Jobs) == 0 {
@@ -101,8 +104,11 @@ func parseJobLine(text string) (Job, bool, error) {
 	if j.Arrival < 0 {
 		return j, false, fmt.Errorf("negative arrival time %g", j.Arrival)
 	}
-	if j.PriorityWeight, err = strconv.ParseFloat(strings.TrimSpace(weight), 64); err != nil || !(j.PriorityWeight > 0) {
-		return j, false, fmt.Errorf("priority weight %q, want a number > 0", weight)
+	if j.Arrival > MaxTime {
+		return j, false, fmt.Errorf("arrival time %g s is beyond the limit of %g s", j.Arrival, float64(MaxTime))
+	}
+	if j.PriorityWeight, err = strconv.ParseFloat(strings.TrimSpace(weight), 64); err != nil || !(j.PriorityWeight > 0) || math.IsInf(j.PriorityWeight, 0) {
+		return j, false, fmt.Errorf("priority weight %q, want a finite number > 0", weight)
 	}
 	return j, false, nil
 }

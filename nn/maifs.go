@@ -10,6 +10,7 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/config"
 )
 
 // MAIFSKind names the multi-agent network below; bump it when its layers or their names change.
@@ -48,8 +49,10 @@ func (a MAIFSArch) validate() error {
 	case a.Env != env.MAIFSName || a.FeatureSpec != env.MAIFSSpec || a.AgentDim != len(l.Agent) || a.ServerDim != len(l.Server) || a.CandDim != len(l.Cand):
 		return fmt.Errorf("trained on %s %s (%d agent, %d server, %d candidate features); this build encodes %s %s (%d, %d, %d): retrain or use a matching build",
 			a.Env, a.FeatureSpec, a.AgentDim, a.ServerDim, a.CandDim, env.MAIFSName, env.MAIFSSpec, len(l.Agent), len(l.Server), len(l.Cand))
-	case a.Hidden < 1 || a.Heads < 1 || a.Hidden%a.Heads != 0 || a.HeadHidden < 1:
-		return fmt.Errorf("layer sizes hidden %d heads %d head_hidden %d (hidden must be a multiple of heads)", a.Hidden, a.Heads, a.HeadHidden)
+	case a.Hidden < 1 || a.Heads < 1 || a.Hidden%a.Heads != 0 || a.HeadHidden < 1 ||
+		a.Hidden > config.MaxWidth || a.HeadHidden > config.MaxWidth:
+		return fmt.Errorf("layer sizes hidden %d heads %d head_hidden %d: want hidden and head_hidden in 1..%d, hidden a multiple of heads",
+			a.Hidden, a.Heads, a.HeadHidden, config.MaxWidth)
 	}
 	return a.Options.Check()
 }

@@ -70,8 +70,12 @@ func (a Arch) validate() error {
 		return fmt.Errorf("architecture %q, this build has %q", a.Kind, ArchKind)
 	case a.NodeDim < 1 || a.TaskDim < 1 || a.GlobalDim < 0:
 		return fmt.Errorf("feature sizes node %d task %d global %d", a.NodeDim, a.TaskDim, a.GlobalDim)
-	case a.Hidden < 1 || a.EncoderLayers < 1 || a.HeadHidden < 1:
-		return fmt.Errorf("layer sizes hidden %d encoder_layers %d head_hidden %d", a.Hidden, a.EncoderLayers, a.HeadHidden)
+	case a.NodeDim > config.MaxWidth || a.TaskDim > config.MaxWidth || a.GlobalDim > config.MaxWidth:
+		return fmt.Errorf("feature sizes node %d task %d global %d: at most %d each", a.NodeDim, a.TaskDim, a.GlobalDim, config.MaxWidth)
+	case a.Hidden < 1 || a.EncoderLayers < 1 || a.HeadHidden < 1 ||
+		a.Hidden > config.MaxWidth || a.EncoderLayers > config.MaxLayers || a.HeadHidden > config.MaxWidth:
+		return fmt.Errorf("layer sizes hidden %d encoder_layers %d head_hidden %d: want 1..%d, 1..%d, 1..%d",
+			a.Hidden, a.EncoderLayers, a.HeadHidden, config.MaxWidth, config.MaxLayers, config.MaxWidth)
 	case !(a.ValueScale > 0) || math.IsInf(a.ValueScale, 0):
 		return fmt.Errorf("value_scale %v", a.ValueScale)
 	case !(a.TiePrior >= 0) || math.IsInf(a.TiePrior, 0):

@@ -5,10 +5,10 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/inputfile"
 )
 
 // Cluster-snapshot file schema (see docs/defrag.md).
@@ -81,7 +81,7 @@ func WriteSnapshotFile(path string, s SnapshotFile) error {
 // ReadSnapshotFile reads and checks a snapshot file and builds its cluster and pending queue.
 // Errors name the file and the offending entry.
 func ReadSnapshotFile(path string) (SnapshotFile, *Cluster, []Task, error) {
-	data, err := os.ReadFile(path)
+	data, err := inputfile.ReadFile(path, inputfile.Table)
 	if err != nil {
 		return SnapshotFile{}, nil, nil, err
 	}

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/schedrl/schedrl/internal/textfile"
 )
 
@@ -31,7 +31,7 @@ type csvTable struct {
 }
 
 func openTable(path string, required, optional []string, body func(t *csvTable) error) error {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sort"
 
+	"github.com/schedrl/schedrl/engine"
 	"github.com/schedrl/schedrl/sim"
 )
 
@@ -12,6 +13,31 @@ import (
 // cap the trace's ten ~144-day tasks carry half its GPU-time, and a resampled workload at any
 // offered load is a handful of immortal tasks on an almost idle cluster.
 const DefaultCap = 4 * 3600.0
+
+// MaxArrivals bounds a workload's arrivals (ten times the evaluation's 150000): a task count
+// above it is refused, and so is a duration whose expected arrivals pass half of it.
+const MaxArrivals = 2_000_000
+
+// checkTimes refuses trace times the clock cannot hold: arrivals spread, or run times, beyond
+// engine.MaxTime. Tasks are named by their trace name.
+func checkTimes(pool []Arrival) error {
+	first, last := pool[0], pool[0]
+	for _, a := range pool {
+		if a.RunTime > engine.MaxTime {
+			return fmt.Errorf("workload: task %s runs %g s, at most %g s", a.Task.Name, a.RunTime, float64(engine.MaxTime))
+		}
+		if a.Time < first.Time {
+			first = a
+		}
+		if a.Time > last.Time {
+			last = a
+		}
+	}
+	if last.Time-first.Time > engine.MaxTime {
+		return fmt.Errorf("workload: task %s is created %g s after task %s, at most %g s", last.Task.Name, last.Time-first.Time, first.Task.Name, float64(engine.MaxTime))
+	}
+	return nil
+}
 
 // Arrival is one task of a timed workload: its request, when it arrives and how long it runs.
 type Arrival struct {
@@ -86,6 +112,10 @@ func NewWorkload(trace []sim.Task, gpuCapMilli int64, cfg WorkloadConfig) (*Work
 		return nil, fmt.Errorf("workload: load %v, want 0 (trace timestamps) or a positive offered load", cfg.Load)
 	case cfg.Cap < 0 || cfg.Count < 0 || cfg.Duration < 0:
 		return nil, fmt.Errorf("workload: negative cap (%v), count (%d) or duration (%v)", cfg.Cap, cfg.Count, cfg.Duration)
+	case !(cfg.Cap <= engine.MaxTime) || !(cfg.Duration <= engine.MaxTime):
+		return nil, fmt.Errorf("workload: cap %v s, duration %v s: each at most %g s", cfg.Cap, cfg.Duration, float64(engine.MaxTime))
+	case cfg.Count > MaxArrivals:
+		return nil, fmt.Errorf("workload: task count %d, at most %d", cfg.Count, MaxArrivals)
 	case cfg.Load > 0 && cfg.Count == 0 && cfg.Duration == 0:
 		return nil, fmt.Errorf("workload: a Poisson workload (load %v) needs a task count or a duration", cfg.Load)
 	}
@@ -106,6 +136,9 @@ func NewWorkload(trace []sim.Task, gpuCapMilli int64, cfg WorkloadConfig) (*Work
 	w.Samples = len(pool)
 	if len(pool) == 0 {
 		return nil, fmt.Errorf("workload: no task of the trace has a run time (scheduled_time and deletion_time)")
+	}
+	if err := checkTimes(pool); err != nil {
+		return nil, err
 	}
 	limit := func(n int, at float64) bool {
 		return (cfg.Count > 0 && n >= cfg.Count) || (cfg.Duration > 0 && at >= cfg.Duration)
@@ -130,12 +163,19 @@ func NewWorkload(trace []sim.Task, gpuCapMilli int64, cfg WorkloadConfig) (*Work
 			return nil, fmt.Errorf("workload: the trace's tasks demand no GPU-time, no load can be offered")
 		}
 		rate := cfg.Load * float64(gpuCapMilli) / demand // arrivals per second
+		if cfg.Duration > 0 && (cfg.Count == 0 || cfg.Count > MaxArrivals/2) && rate*cfg.Duration > MaxArrivals/2 {
+			return nil, fmt.Errorf("workload: duration %g s at load %g offers about %.3g arrivals, at most %d: ask for fewer seconds or a task count",
+				cfg.Duration, cfg.Load, rate*cfg.Duration, MaxArrivals/2)
+		}
 		rng := sim.RNG(cfg.Seed, sim.StreamWorkload)
 		at := 0.0
 		for k := 0; ; k++ {
 			at += rng.ExpFloat64() / rate
 			if limit(k, at) {
 				break
+			}
+			if k == MaxArrivals {
+				return nil, fmt.Errorf("workload: more than %d arrivals within duration %g s", MaxArrivals, cfg.Duration)
 			}
 			a := pool[rng.IntN(len(pool))]
 			a.Task.Name = fmt.Sprintf("%s-%d", a.Task.Name, k)

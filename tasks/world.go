@@ -78,6 +78,10 @@ type Result struct {
 	DowntimeGPUSeconds float64
 }
 
+// MaxSeriesPoints bounds the time series of one run (a week at the default one-minute step
+// is about 10000 points); a step so short that the run would pass it fails the run.
+const MaxSeriesPoints = 1_000_000
+
 type world struct {
 	c      *sim.Cluster
 	placer sim.Placer
@@ -115,8 +119,8 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 	if c.Running() != 0 {
 		return nil, fmt.Errorf("run: the cluster already runs %d tasks", c.Running())
 	}
-	if cfg.Warmup < 0 || cfg.SeriesStep < 0 {
-		return nil, fmt.Errorf("run: negative warm-up (%v) or series step (%v)", cfg.Warmup, cfg.SeriesStep)
+	if !(cfg.Warmup >= 0 && cfg.Warmup <= engine.MaxTime) || !(cfg.SeriesStep >= 0 && cfg.SeriesStep <= engine.MaxTime) {
+		return nil, fmt.Errorf("run: warm-up %v s, series step %v s: want each in [0, %g]", cfg.Warmup, cfg.SeriesStep, float64(engine.MaxTime))
 	}
 	for i := 1; i < len(arrivals); i++ {
 		if arrivals[i].Time < arrivals[i-1].Time {
@@ -198,6 +202,10 @@ func (w *world) advance(t float64) {
 	if w.cfg.SeriesStep > 0 {
 		// The state since the last event holds on [last, t).
 		for ; w.nextSample < t; w.nextSample += w.cfg.SeriesStep {
+			if len(w.res.Series) == MaxSeriesPoints {
+				w.err = fmt.Errorf("run: series step %g s: more than %d points by %g s; use a longer step", w.cfg.SeriesStep, MaxSeriesPoints, t)
+				break
+			}
 			p := Point{Time: w.nextSample, AllocGPUPct: 100 * u / w.capGPU, FragGPU: f / sim.MilliPerGPU,
 				FragRatioPct: ratio, Running: w.c.Running(), Waiting: w.q.Waiting()}
 			p.FreeGPUs, p.FreeNodes8 = freeWhole(w.c)
@@ -221,6 +229,9 @@ func freeWhole(c *sim.Cluster) (gpus, nodes8 int) {
 
 func (w *world) handle(e *engine.Engine, ev engine.Event) error {
 	w.advance(ev.Time)
+	if w.err != nil {
+		return w.err
+	}
 	i := ev.Subject
 	switch ev.Kind {
 	case engine.Arrival:

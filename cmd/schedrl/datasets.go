@@ -12,6 +12,7 @@ import (
 	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 )
 
 func newDatasetsCmd() *cobra.Command {
@@ -78,7 +79,7 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	f.StringVar(&nodes, "nodes", "", "node list CSV every log header must match (optional)")
 	intFlag(f, &workers, "workers", 0, 0, "logs replayed in parallel (0: one per CPU)")
 	intFlag(f, &shardRows, "shard-rows", 100000, 1, "most rows per Parquet shard")
-	markOutput(f, "out", "dir")
+	markOutput(f, "out", string(manifestkind.Dataset))
 	config.AddFlags(f, "")
 	return cmd
 }

@@ -13,7 +13,9 @@ import (
 
 	"github.com/schedrl/schedrl/defrag"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
@@ -125,7 +127,7 @@ func newDefragSnapshotCmd(runF func(context.Context, *defragSnapshotOptions) err
 	}
 	flags.add(cmd.Flags(), "policy")
 	cmd.Flags().StringVar(&opts.Snapshot, "out", "", "snapshot JSON to write")
-	markOutput(cmd.Flags(), "out", "file")
+	markOutput(cmd.Flags(), "out", fileOutput)
 	return cmd
 }
 
@@ -176,8 +178,8 @@ func newDefragPlanCmd(runF func(context.Context, *defragPlanOptions) error) *cob
 	cmd.Flags().StringVar(&opts.Model, "model", "", "plan with a trained defrag checkpoint (pretrain/finetune output on a defrag dataset) instead of --policy")
 	cmd.Flags().StringVar(&opts.Plan, "out", "", "plan JSON to write")
 	cmd.Flags().StringVar(&opts.Log, "log", "", "also write the plan as a decision log (start as arrive/bind, then migrate events)")
-	markOutput(cmd.Flags(), "out", "file")
-	markOutput(cmd.Flags(), "log", "file")
+	markOutput(cmd.Flags(), "out", fileOutput)
+	markOutput(cmd.Flags(), "log", fileOutput)
 	return cmd
 }
 
@@ -290,6 +292,7 @@ func runDefragCompare(_ context.Context, opts *defragCompareOptions) error {
 type defragDemosOptions struct {
 	defragIO
 	Seeds, Method, Dir string
+	Force              bool // replace an earlier run's logs in Dir
 }
 
 func newDefragDemosCmd(runF func(context.Context, *defragDemosOptions) error) *cobra.Command {
@@ -313,7 +316,8 @@ func newDefragDemosCmd(runF func(context.Context, *defragDemosOptions) error) *c
 	cmd.Flags().StringVar(&opts.Seeds, "seeds", "1000-1059", "training state seeds, e.g. 1000-1059")
 	cmd.Flags().StringVar(&opts.Method, "method", "greedy", "expert planning method: "+strings.Join(defrag.Methods(), ", "))
 	cmd.Flags().StringVar(&opts.Dir, "out", "", "directory of the logs to write")
-	markOutput(cmd.Flags(), "out", "dir")
+	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace the logs of an earlier run in --out")
+	markOutput(cmd.Flags(), "out", string(manifestkind.LogSet))
 	return cmd
 }
 
@@ -326,8 +330,15 @@ func runDefragDemos(_ context.Context, opts *defragDemosOptions) error {
 	if err != nil {
 		return fmt.Errorf("defrag demos: --seeds: %w", err)
 	}
+	set, err := atomicfile.BeginSet(opts.Dir, "", "defrag demos --seeds "+opts.Seeds, opts.Force)
+	if err != nil {
+		return fmt.Errorf("defrag demos: --out: %w", err)
+	}
 	runs, err := defrag.Demos(stateSpec(cfg), seedList, opts.Method, cfg.Defrag.Placer, defragOptions(cfg), cfg.Defrag.Budget, opts.Dir)
 	if err != nil {
+		return err
+	}
+	if err := set.Commit(); err != nil {
 		return err
 	}
 	fmt.Fprintf(opts.Out, "%s: %d migration logs (%s)\n", opts.Dir, len(runs), opts.Method)

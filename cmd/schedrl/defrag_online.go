@@ -19,6 +19,7 @@ import (
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/registry"
@@ -58,6 +59,7 @@ type defragOnlineOptions struct {
 	// Demos, when set, runs Method and writes each invocation as a migration log in this
 	// directory (online.Demos) instead of printing the summary.
 	Demos      string
+	Force      bool   // replace an earlier run's --demos set
 	Series     string // time-series CSV to write ("" none), every SeriesStep seconds
 	SeriesStep float64
 	JSON       bool
@@ -165,12 +167,19 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.BoolVar(&o.Pooled, "pooled", false, "measure the bound instead: one pool of the cluster's GPUs, a task starts whenever the free GPUs suffice (node boundaries ignored)")
 	f.StringVar(&o.Demos, "demos", "", "write each invocation of --method as a migration log in this directory (BC demonstrations for datasets build --env defrag) instead of printing")
 	f.StringVar(&o.Series, "series", "", "time-series CSV to write (allocation, fragment, running, waiting)")
+	f.BoolVar(&o.Force, "force", false, "replace the --demos logs of an earlier run of the same pods, load and seed")
+	markOutput(f, "demos", string(manifestkind.LogSet))
+	markOutput(f, "series", fileOutput)
 	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "seconds between series samples")
 	f.BoolVar(&o.JSON, "json", false, "print JSON")
 	return cmd
 }
 
 // validate refuses out-of-range keys before any work.
+// maxTriggerChecks bounds a run's trigger checks (duration / every): a check every second of a
+// four-month run.
+const maxTriggerChecks = 10_000_000
+
 func (o *defragOnlineOptions) validate() error {
 	switch {
 	case o.Pods == "":
@@ -199,6 +208,8 @@ func (o *defragOnlineOptions) validate() error {
 		return fmt.Errorf("head-wait: the periodic trigger acts whatever the queue; give --head-wait only with --trigger queue")
 	case strings.EqualFold(o.Method, online.OracleName) && (o.Model != "" || o.Demos != ""):
 		return fmt.Errorf("method: oracle repacks by itself: no --model or --demos with it")
+	case o.Online.Every >= online.MinEvery && o.Duration/o.Online.Every > maxTriggerChecks:
+		return fmt.Errorf("every: %g s over duration %g s is %.3g trigger checks, at most %d", o.Online.Every, o.Duration, o.Duration/o.Online.Every, maxTriggerChecks)
 	}
 	return o.Online.Validate()
 }
@@ -331,9 +342,17 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 		return o.print(summariseOnline(o, len(tl.Nodes), w.Workload, res, nil), began)
 	}
 	if o.Demos != "" {
-		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, fmt.Sprintf("%s-load%g-seed%d", strings.TrimSuffix(filepath.Base(o.Pods), ".csv"), o.Load, o.Seed))
+		prefix := fmt.Sprintf("%s-load%g-seed%d", strings.TrimSuffix(filepath.Base(o.Pods), ".csv"), o.Load, o.Seed)
+		set, err := atomicfile.BeginSet(o.Demos, prefix+"-", "defrag online --demos, "+prefix, o.Force)
+		if err != nil {
+			return fmt.Errorf("defrag online: --demos: %w", err)
+		}
+		logs, err := online.Demos(tl, o.Online, o.Method, o.demoOptions(), o.Demos, prefix)
 		if err != nil {
 			return fmt.Errorf("defrag online: demos: %w", err)
+		}
+		if err := set.Commit(); err != nil {
+			return fmt.Errorf("defrag online: %w", err)
 		}
 		fmt.Fprintf(o.Out, "%d invocations of %s logged in %s\n", len(logs), o.Method, o.Demos)
 		return nil

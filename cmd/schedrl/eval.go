@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/sim"
 )
@@ -87,7 +88,7 @@ func (fl *evalFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&fl.nodes, "nodes", "", "node list CSV")
 	f.StringVar(&fl.tdir, "traces-dir", "", "directory of openb_pod_list_NAME.csv for short trace names")
 	intFlag(f, &fl.parallelism, "parallelism", 0, 0, "concurrent runs (default: all CPUs)")
-	markOutput(f, "out", "dir")
+	markOutput(f, "out", string(manifestkind.EvalReport))
 	f.BoolVar(&fl.noPaper, "no-paper", false, "do not overlay the paper's published curves")
 	t := &fl.timed
 	f.StringVar(&t.Kind, "timed", "", "evaluate on timed workloads of this world: "+strings.Join(config.TimedKinds, ", "))

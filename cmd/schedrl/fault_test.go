@@ -155,11 +155,15 @@ func TestInterruptedCommandsLeaveNothingHalfWritten(t *testing.T) {
 	logDirs := interruptAndRerun(t, rng, dir, interruptible{
 		name: "sim", window: 400 * time.Millisecond,
 		args: func(out string) []string {
-			return append([]string{"sim", "--policy", "fgd", "--seeds", "1-8", "--workers", "1", "--log-dir", out}, smoke...)
+			// --force: the rerun replaces the interrupted batch's set, which is marked incomplete.
+			return append([]string{"sim", "--policy", "fgd", "--seeds", "1-8", "--workers", "1", "--log-dir", out, "--force"}, smoke...)
 		},
 		busy: func(out string) bool { return exists(out) },
 		check: func(t *testing.T, out string, complete bool) {
-			logs, _ := filepath.Glob(filepath.Join(out, "*"))
+			if complete && exists(filepath.Join(out, atomicfile.IncompleteName(""))) {
+				t.Errorf("%s: a finished batch is marked incomplete", out)
+			}
+			logs, _ := filepath.Glob(filepath.Join(out, "*.jsonl"))
 			for _, l := range logs {
 				if data, err := os.ReadFile(l); err != nil || !bytes.HasSuffix(data, []byte("\n")) || bytes.Count(data, []byte("\n")) < 2 {
 					t.Errorf("incomplete log %s", l)
@@ -270,9 +274,13 @@ func TestInterruptedSimBatchPrintsFinishedRuns(t *testing.T) {
 		}
 		printed++
 	}
-	files, _ := os.ReadDir(logs)
+	files, _ := filepath.Glob(filepath.Join(logs, "*.jsonl"))
 	if printed < 2 || printed != len(files) {
-		t.Errorf("%d runs printed, %d files in %s", printed, len(files), logs)
+		t.Errorf("%d runs printed, %d logs in %s", printed, len(files), logs)
+	}
+	// The batch's set of logs is marked incomplete (issue 34), so no reader takes it whole.
+	if !exists(filepath.Join(logs, atomicfile.IncompleteName(""))) {
+		t.Errorf("%s is not marked incomplete", logs)
 	}
 	noTemps(t, logs)
 }

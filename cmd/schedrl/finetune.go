@@ -14,6 +14,7 @@ import (
 
 	"github.com/schedrl/schedrl/finetune"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 )
 
 type finetuneOptions struct {
@@ -64,7 +65,7 @@ func newFinetuneCmd(runF func(context.Context, *finetuneOptions) error) *cobra.C
 	cmd.Flags().StringVar(&from, "from", "", `pretrained checkpoint directory, or "none" (default: finetune.from)`)
 	cmd.Flags().StringVar(&out, "out", "", "run directory, the fine-tuned checkpoint (default: finetune.out)")
 	intFlag(cmd.Flags(), &totalSteps, "total-steps", 0, 1, "budget in environment steps (default: finetune.total_steps)")
-	markOutput(cmd.Flags(), "out", "dir")
+	markOutput(cmd.Flags(), "out", string(manifestkind.Checkpoint))
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	config.AddFlags(cmd.Flags(), "")
 	cmd.AddCommand(newFinetunePlotCmd(nil))
@@ -143,7 +144,7 @@ func newFinetunePlotCmd(runF func(context.Context, *finetunePlotOptions) error) 
 	cmd.Flags().StringArrayVar(&opts.Runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
 	cmd.Flags().StringArrayVar(&opts.Refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
 	cmd.Flags().StringVar(&opts.Out, "out", "finetune.png", "PNG to write")
-	markOutput(cmd.Flags(), "out", "file")
+	markOutput(cmd.Flags(), "out", fileOutput)
 	cmd.Flags().StringVar(&opts.Title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
 	_ = cmd.MarkFlagRequired("run")
 	return cmd

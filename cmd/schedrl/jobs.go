@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
@@ -244,12 +244,13 @@ func runJobsOpenb(ctx context.Context, opts *jobsOptions, w io.Writer) error {
 
 // isOpenbPods tells an openb pod list (a CSV whose header names creation_time) from a Gavel trace.
 func isOpenbPods(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := inputfile.Open(path, inputfile.Trace)
 	if err != nil {
 		return false, err
 	}
 	defer f.Close()
-	line, err := bufio.NewReader(f).ReadString('\n')
+	// The header is all that is read: a first line longer than this is no openb header.
+	line, err := bufio.NewReader(io.LimitReader(f, 64<<10)).ReadString('\n')
 	if err != nil && err != io.EOF {
 		return false, fmt.Errorf("%s: %w", path, err)
 	}

@@ -111,7 +111,7 @@ func TestRunJobsFungibleBadInput(t *testing.T) {
 		`job type "A3C" has no Synergy mapping in ` + noA3C: func(o *jobsOptions) { o.Trace, o.Fungible.Mapping = trace, noA3C },
 		`unknown field "n"`:                     func(o *jobsOptions) { o.Fungible.Generate = "n=5,lam=60" },
 		`want jobs=N (N > 0) and lam=S`:         func(o *jobsOptions) { o.Fungible.Generate = "jobs=5" },
-		`mean interarrival -3 s`:                func(o *jobsOptions) { o.Fungible.Generate = "jobs=5,lam=-3" },
+		`field lam: -3 s, want a finite number`: func(o *jobsOptions) { o.Fungible.Generate = "jobs=5,lam=-3" },
 		`Gavel's LPs are policies of their own`: func(o *jobsOptions) { o.Trace, o.Policy, o.Fungible.Order = trace, "gandiva", "max_min_fairness_perf" },
 		`one server size in GPUs`:               func(o *jobsOptions) { o.Trace, o.ServersGPUs = trace, "8:8:8" },
 		`--trace or --generate, one of them`:    func(o *jobsOptions) {},

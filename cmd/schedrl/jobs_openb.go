@@ -58,6 +58,8 @@ func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
 	f.StringVar(&o.Log, "log", "", "write the decision log here: version 2 for openb and Gavel traces, the fungible world's log of whole allocations with --servers-gpus N (docs/decision-log.md)")
 	f.StringVar(&o.Series, "series", "", "openb traces: write the allocation/queue time series CSV here")
 	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "openb traces: seconds between time-series points")
+	markOutput(f, "log", fileOutput)
+	markOutput(f, "series", fileOutput)
 }
 
 // openbJobsSummary is the printed result. jobs counts the measured tasks (arrived after the

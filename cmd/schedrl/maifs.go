@@ -14,6 +14,7 @@ import (
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/pipeline"
@@ -116,6 +117,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 	f.Float64Var(&opts.Smoothing, "label-smoothing", 0, "share of each agent's target spread over the candidates open at its turn (default: maifs.label_smoothing)")
 	f.Int64Var(&opts.Seed, "seed", 1, "network initialisation and batch order seed")
 	f.StringVar(&opts.Dir, "out", "", "checkpoint directory (required)")
+	markOutput(f, "out", string(manifestkind.Checkpoint))
 	f.StringVar(&opts.Dataset, "dataset", "", "also write the expert's decision points to this directory (maifs-transitions-v1 Parquet) and train from what it reads back")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	return cmd

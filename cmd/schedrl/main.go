@@ -25,7 +25,7 @@ func newRootCmd() *cobra.Command {
 		Short:             "Train scheduling policies for shared GPU clusters (offline BC, then PPO)",
 		SilenceUsage:      true,
 		SilenceErrors:     true,
-		PersistentPreRunE: checkOutputs,
+		PersistentPreRunE: checkFlags,
 	}
 	root.AddCommand(
 		newSimCmd(nil),
@@ -72,7 +72,16 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	defer signal.Stop(sigs)
 	done := make(chan error, 1)
 	root.SetArgs(args)
-	go func() { done <- root.ExecuteContext(ctx) }()
+	go func() {
+		// A panic is a bug, but the user still gets one line and a non-zero exit, not a
+		// runtime trace: the process would die the same way, only less readably.
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("internal error (a bug; please report it with the command line): %v", r)
+			}
+		}()
+		done <- root.ExecuteContext(ctx)
+	}()
 	var err error
 	select {
 	case err = <-done:

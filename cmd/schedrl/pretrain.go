@@ -12,6 +12,7 @@ import (
 
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/pretrain"
 	"github.com/schedrl/schedrl/sim"
@@ -68,7 +69,7 @@ func newPretrainCmd(runF func(context.Context, *pretrainOptions) error) *cobra.C
 	f.StringVar(&valDataset, "val-dataset", "", "validation dataset directory (default: pretrain.val_dataset, else the dataset's val split)")
 	f.StringVar(&out, "out", "", "checkpoint directory (default: pretrain.out)")
 	intFlag(f, &epochs, "epochs", 0, 1, "epochs (default: pretrain.epochs)")
-	markOutput(f, "out", "dir")
+	markOutput(f, "out", string(manifestkind.Checkpoint))
 	f.BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	return cmd
 }

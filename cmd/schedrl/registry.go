@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/registry"
 )
 
@@ -240,7 +241,7 @@ func newRegistryPullCmd(runF func(context.Context, *registryPullOptions) error) 
 	})
 	cmd.Flags().StringVar(&opts.To, "to", "", "destination directory (must not exist unless --force)")
 	cmd.Flags().BoolVar(&opts.Force, "force", false, "replace an existing destination")
-	markOutput(cmd.Flags(), "to", "dir")
+	markOutput(cmd.Flags(), "to", string(manifestkind.Checkpoint))
 	cmd.MarkFlagRequired("to")
 	return cmd
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -13,7 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
@@ -61,6 +62,7 @@ type simOptions struct {
 	LogDir  string
 	JSON    bool
 	Workers int
+	Force   bool // replace an earlier batch's logs in LogDir
 }
 
 func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
@@ -131,9 +133,10 @@ func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
 	f.StringVar(&opts.LogDir, "log-dir", "", "batch: write one decision log per (pods, seed) here")
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON summary (one object per run)")
 	intFlag(f, &opts.Workers, "workers", 0, 0, "batch: concurrent runs (0: one per CPU)")
-	markOutput(f, "out", "file")
-	markOutput(f, "log", "file")
-	markOutput(f, "log-dir", "dir")
+	f.BoolVar(&opts.Force, "force", false, "batch: replace the logs of an earlier batch in --log-dir")
+	markOutput(f, "out", fileOutput)
+	markOutput(f, "log", fileOutput)
+	markOutput(f, "log-dir", string(manifestkind.LogSet))
 	return cmd
 }
 
@@ -154,7 +157,7 @@ func runSim(ctx context.Context, opts *simOptions) error {
 		if opts.Curve != "" || opts.Log != "" {
 			return fmt.Errorf("sim: --out and --log are for a single run; a batch writes logs to --log-dir")
 		}
-		return simBatch(ctx, opts.Out, exp, opts.PodList, opts.Seeds, opts.LogDir, sc.Policy, opts.JSON, opts.Workers, newPlacer)
+		return simBatch(ctx, opts, exp, sc.Policy, newPlacer)
 	}
 	if opts.LogDir != "" {
 		return fmt.Errorf("sim: --log-dir is for batches (--seeds or several --pods); use --log")
@@ -183,7 +186,10 @@ func runSim(ctx context.Context, opts *simOptions) error {
 	return nil
 }
 
-func simBatch(ctx context.Context, w io.Writer, base sim.Experiment, podList []string, seedSpec, dir, pol string, asJSON bool, workers int, newPlacer func() (sim.Placer, error)) error {
+// simBatch runs every (pods, seed) of opts; --log-dir is a set of logs (atomicfile.Set), marked
+// incomplete until every run has written its log.
+func simBatch(ctx context.Context, opts *simOptions, base sim.Experiment, pol string, newPlacer func() (sim.Placer, error)) error {
+	w, podList, seedSpec, dir, asJSON, workers := opts.Out, opts.PodList, opts.Seeds, opts.LogDir, opts.JSON, opts.Workers
 	seedList := []uint64{base.Seed}
 	if seedSpec != "" {
 		var err error
@@ -191,9 +197,11 @@ func simBatch(ctx context.Context, w io.Writer, base sim.Experiment, podList []s
 			return fmt.Errorf("sim: --seeds: %w", err)
 		}
 	}
+	var set *atomicfile.Set
 	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
+		var err error
+		if set, err = atomicfile.BeginSet(dir, "", "sim --seeds "+seedSpec, opts.Force); err != nil {
+			return fmt.Errorf("sim: --log-dir: %w", err)
 		}
 	}
 	var jobs []sim.Job
@@ -234,5 +242,8 @@ func simBatch(ctx context.Context, w io.Writer, base sim.Experiment, podList []s
 	if len(errs) > 0 {
 		return fmt.Errorf("sim: %d of %d runs failed:\n  %s", len(errs), len(results), strings.Join(errs, "\n  "))
 	}
-	return nil
+	if err := ctx.Err(); err != nil || set == nil {
+		return err
+	}
+	return set.Commit()
 }

@@ -76,14 +76,17 @@ func DefaultConfig() Config {
 		DowntimeBase: DefaultDowntimeBase, DowntimePerGPU: DefaultDowntimePerGPU}
 }
 
+// MinEvery (seconds) is the shortest trigger period: shorter ones would not move the clock.
+const MinEvery = 1e-3
+
 // Validate names the first key out of range.
 func (c Config) Validate() error {
 	bad := func(x float64) bool { return math.IsNaN(x) || math.IsInf(x, 0) }
 	switch {
 	case c.Trigger != "" && c.Trigger != TriggerQueue && c.Trigger != TriggerPeriodic:
 		return fmt.Errorf("trigger: %q, want %s or %s", c.Trigger, TriggerQueue, TriggerPeriodic)
-	case !(c.Every > 0) || bad(c.Every):
-		return fmt.Errorf("every_s: must be > 0 seconds, got %v", c.Every)
+	case !(c.Every >= MinEvery) || bad(c.Every):
+		return fmt.Errorf("every_s: must be at least %g s, got %v", MinEvery, c.Every)
 	case c.HeadWait < 0 || bad(c.HeadWait):
 		return fmt.Errorf("head_wait_s: must be >= 0 seconds, got %v", c.HeadWait)
 	case c.Budget < 1:

@@ -190,14 +190,19 @@ func (d *Dir) Abort() {
 }
 
 // Glob is filepath.Glob without the temporaries of writers (in flight or left by a killed
-// process): what every reader of a user's glob calls.
+// process): what every reader of a user's glob calls. A match that belongs to an incomplete
+// Set is an error naming the set's marker.
 func Glob(pattern string) ([]string, error) {
 	matches, err := filepath.Glob(pattern)
 	kept := matches[:0]
 	for _, m := range matches {
-		if !IsTemp(m) {
-			kept = append(kept, m)
+		if IsTemp(m) || strings.HasSuffix(m, "INCOMPLETE") {
+			continue
 		}
+		if marker := incompleteSet(m); marker != "" {
+			return nil, fmt.Errorf("%s belongs to an incomplete set (%s: its run failed or was interrupted); rerun that command with --force", m, marker)
+		}
+		kept = append(kept, m)
 	}
 	return kept, err
 }

@@ -111,7 +111,11 @@ func ParseSeeds(s string) ([]uint64, error) {
 				return nil, fmt.Errorf("%q spans more than %d seeds", part, maxSeeds)
 			}
 		}
-		for v := a; v <= b; v++ {
+		if uint64(len(seeds))+(b-a) >= maxSeeds {
+			return nil, fmt.Errorf("%q lists more than %d seeds", s, maxSeeds)
+		}
+		// Counted, not compared with b: v <= b holds for ever when b is the largest uint64.
+		for n, v := uint64(0), a; n <= b-a; n, v = n+1, v+1 {
 			if seen[v] {
 				return nil, fmt.Errorf("seed %d is listed twice", v)
 			}

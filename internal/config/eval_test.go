@@ -24,6 +24,12 @@ func TestParseSeeds(t *testing.T) {
 		{in: "49-51,50", wantErr: "seed 50 is listed twice"},
 		{in: "1-99999999", wantErr: "more than"},
 		{in: "-3", wantErr: "not a seed"},
+		// Issue 34: seeds at the top of uint64 end (the loop once never did), and the limit
+		// holds across parts too.
+		{in: "18446744073709551615", want: []uint64{18446744073709551615}},
+		{in: "18446744073709551610-18446744073709551615", want: []uint64{18446744073709551610, 18446744073709551611,
+			18446744073709551612, 18446744073709551613, 18446744073709551614, 18446744073709551615}},
+		{in: "0-9000,10000-19000", wantErr: "lists more than 10000 seeds"},
 	} {
 		got, err := ParseSeeds(tc.in)
 		if tc.wantErr != "" {

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/go-viper/mapstructure/v2"
+	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 	"go.yaml.in/yaml/v3"
@@ -91,7 +93,7 @@ func (l *loader) layer(flags *pflag.FlagSet) error {
 		l.v.SetDefault(key, lf.get(reflect.ValueOf(defaults)).Interface())
 	}
 	if l.path != "" {
-		data, err := os.ReadFile(l.path)
+		data, err := inputfile.ReadFile(l.path, inputfile.Config)
 		if err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
@@ -222,6 +224,9 @@ func (l *loader) decode() (Config, error) {
 		if err == nil {
 			err = dec.Decode(l.v.Get(key))
 		}
+		if err == nil {
+			err = finite(dst.Elem())
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("config: %s (from %s): %w", key, l.source(key), unwrapDecode(err)))
 			continue
@@ -229,6 +234,24 @@ func (l *loader) decode() (Config, error) {
 		lf.set(root, dst.Elem())
 	}
 	return cfg, errors.Join(errs...)
+}
+
+// finite refuses NaN and ±Inf in a float key or list: no key means them, and arithmetic on
+// them ends in silent nonsense (a mean JCT of 0) rather than an error.
+func finite(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if x := v.Float(); math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%v is not a finite number", x)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := finite(v.Index(i)); err != nil {
+				return fmt.Errorf("item %d: %w", i+1, err)
+			}
+		}
+	}
+	return nil
 }
 
 // source says where the effective value of key came from, for error messages.

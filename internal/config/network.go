@@ -22,15 +22,23 @@ func (c *NetworkConfig) SetDefaults() {
 	c.HeadHidden = 32
 }
 
+// The largest networks any config, flag or checkpoint manifest may ask for: a layer of
+// MaxWidth units, MaxLayers encoder layers (about 270 M weights at both limits). A checkpoint's
+// manifest is held to them before libtorch allocates anything (package nn).
+const (
+	MaxWidth  = 4096
+	MaxLayers = 16
+)
+
 // Validate checks the sizes.
 func (c NetworkConfig) Validate() error {
 	switch {
-	case c.Hidden < 1 || c.Hidden > 4096:
-		return fmt.Errorf("hidden: must be in 1..4096, got %d", c.Hidden)
-	case c.EncoderLayers < 1 || c.EncoderLayers > 16:
-		return fmt.Errorf("encoder_layers: must be in 1..16, got %d", c.EncoderLayers)
-	case c.HeadHidden < 1 || c.HeadHidden > 4096:
-		return fmt.Errorf("head_hidden: must be in 1..4096, got %d", c.HeadHidden)
+	case c.Hidden < 1 || c.Hidden > MaxWidth:
+		return fmt.Errorf("hidden: must be in 1..%d, got %d", MaxWidth, c.Hidden)
+	case c.EncoderLayers < 1 || c.EncoderLayers > MaxLayers:
+		return fmt.Errorf("encoder_layers: must be in 1..%d, got %d", MaxLayers, c.EncoderLayers)
+	case c.HeadHidden < 1 || c.HeadHidden > MaxWidth:
+		return fmt.Errorf("head_hidden: must be in 1..%d, got %d", MaxWidth, c.HeadHidden)
 	}
 	return nil
 }

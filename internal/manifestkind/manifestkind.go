@@ -10,6 +10,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/schedrl/schedrl/internal/inputfile"
 )
 
 // Kind is what a directory's manifest describes.
@@ -18,8 +21,46 @@ type Kind string
 const (
 	Checkpoint Kind = "checkpoint"
 	Dataset    Kind = "dataset"
+	EvalReport Kind = "eval report"
+	LogSet     Kind = "folder of logs"
 	Unknown    Kind = "unknown"
+	Empty      Kind = "empty folder"
 )
+
+// metricsFile is an eval report's metrics; its "schema" names the report kind.
+const metricsFile = "metrics.json"
+
+// DirOf tells what the existing directory dir holds: Empty; a Checkpoint or Dataset by its
+// manifest; an EvalReport by its metrics.json; a LogSet when it holds only decision logs
+// (*.jsonl) and set markers (*INCOMPLETE); else Unknown. Output checks use it so that --force
+// never replaces one kind of output with another.
+func DirOf(dir string) (Kind, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return Unknown, err
+	}
+	if len(entries) == 0 {
+		return Empty, nil
+	}
+	if data, err := inputfile.ReadFile(filepath.Join(dir, ManifestFile), inputfile.Table); err == nil {
+		return Of(data), nil
+	}
+	if data, err := inputfile.ReadFile(filepath.Join(dir, metricsFile), inputfile.Table); err == nil {
+		var m struct {
+			Schema string `json:"schema"`
+		}
+		if json.Unmarshal(data, &m) == nil && strings.HasPrefix(m.Schema, "schedrl.eval.") {
+			return EvalReport, nil
+		}
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !(strings.HasSuffix(name, ".jsonl") || strings.HasSuffix(name, "INCOMPLETE") || strings.Contains(name, ".tmp-")) {
+			return Unknown, nil
+		}
+	}
+	return LogSet, nil
+}
 
 // ManifestFile is the manifest's name in every kind of directory.
 const ManifestFile = "manifest.json"
@@ -39,7 +80,7 @@ func Expect(dir string, want Kind) error {
 	case !st.IsDir():
 		return fmt.Errorf("%s is a file; a %s is a directory", dir, want)
 	}
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	data, err := inputfile.ReadFile(filepath.Join(dir, ManifestFile), inputfile.Table)
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: not a %s: no %s", dir, want, ManifestFile)
 	}
