@@ -46,11 +46,11 @@ func WriteArchive(dst string, img v1.Image, ref string, epoch time.Time) error {
 	}
 	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{
 		annotationRefName:        tag.TagStr(),
-		annotationContainerdName: tag.Name(),
+		annotationContainerdName: ref,
 	})); err != nil {
 		return err
 	}
-	dockerManifest, err := dockerManifest(img, tag)
+	dockerManifest, err := dockerManifest(img, ref)
 	if err != nil {
 		return err
 	}
@@ -65,12 +65,14 @@ func WriteArchive(dst string, img v1.Image, ref string, epoch time.Time) error {
 	return os.Rename(tmp, dst)
 }
 
-func dockerManifest(img v1.Image, tag name.Tag) ([]byte, error) {
+// dockerManifest names the image as given (docker.io/..., as containerd and kubelet normalize
+// it; go-containerregistry's Name() would write index.docker.io/...).
+func dockerManifest(img v1.Image, ref string) ([]byte, error) {
 	m, err := img.Manifest()
 	if err != nil {
 		return nil, err
 	}
-	d := tarball.Descriptor{Config: blobPath(m.Config.Digest), RepoTags: []string{tag.Name()}}
+	d := tarball.Descriptor{Config: blobPath(m.Config.Digest), RepoTags: []string{ref}}
 	for _, l := range m.Layers {
 		d.Layers = append(d.Layers, blobPath(l.Digest))
 	}

@@ -10,10 +10,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,13 +169,20 @@ func layerSpecs(ctx context.Context, o *imageOptions, stage string) ([]ociimage.
 		{Path: "/tmp", Dir: true, Mode: 0o1777},
 	}
 	var torch []ociimage.File
+	torchRoots := map[string]bool{}
 	for _, l := range libs {
 		if systemLibrary(l) {
 			system = append(system, ociimage.File{Path: l, Source: l})
 		} else {
 			torch = append(torch, ociimage.File{Path: path.Join(libDir, path.Base(l)), Source: l})
+			torchRoots[filepath.Dir(filepath.Dir(l))] = true
 		}
 	}
+	version, err := libtorchVersionFile(torchRoots)
+	if err != nil {
+		return nil, err
+	}
+	torch = append(torch, version)
 	tracked, err := gitFiles(ctx, o.Repo, "data", "configs")
 	if err != nil {
 		return nil, err
@@ -192,6 +201,19 @@ func layerSpecs(ctx context.Context, o *imageOptions, stage string) ([]ociimage.
 		{Name: "data", Files: ociimage.TreeFiles(o.Repo, home, tracked)},
 		{Name: "schedrl", Files: []ociimage.File{{Path: binPath, Source: bin, Mode: 0o755}}},
 	}, nil
+}
+
+// libtorchVersionFile is what nn.Probe reads to report libtorch's version (`schedrl doctor`):
+// build-version, or else torch/version.h, of the libtorch tree whose lib/ the libraries came from.
+func libtorchVersionFile(roots map[string]bool) (ociimage.File, error) {
+	for root := range roots {
+		for _, rel := range []string{"build-version", "include/torch/csrc/api/include/torch/version.h"} {
+			if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+				return ociimage.File{Path: path.Join(home, rel), Source: filepath.Join(root, rel)}, nil
+			}
+		}
+	}
+	return ociimage.File{}, fmt.Errorf("no libtorch build-version or torch/version.h beside the libraries ldd found (%v)", slices.Sorted(maps.Keys(roots)))
 }
 
 func systemLibrary(p string) bool {
