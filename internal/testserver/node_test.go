@@ -2,16 +2,19 @@ package testserver
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/schedrl/schedrl/internal/repotest"
@@ -84,7 +87,10 @@ func TestNodeRunsImageDoctorJob(t *testing.T) {
 				Containers: []corev1.Container{{
 					Name: "doctor", Image: ref, ImagePullPolicy: corev1.PullNever, Args: []string{"doctor"},
 					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true)},
+					// As in deploy/k8s: the root is read-only, /tmp (HOME) an emptyDir.
+					VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 				}},
+				Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 			}},
 		},
 	}
@@ -100,7 +106,7 @@ func TestNodeRunsImageDoctorJob(t *testing.T) {
 			break
 		}
 		if j.Status.Failed > 0 || ctx.Err() != nil {
-			t.Fatalf("job: %+v\nkubelet:\n%s", j.Status, n.KubeletLog())
+			t.Fatalf("job: %+v\npods:\n%s\nkubelet:\n%s", j.Status, describePods(ctx, client, "job-name=doctor"), n.KubeletLog())
 		}
 		time.Sleep(time.Second)
 	}
@@ -120,4 +126,19 @@ func TestNodeRunsImageDoctorJob(t *testing.T) {
 		t.Fatalf("doctor in the pod does not report libtorch 2.1:\n%s", log)
 	}
 	t.Logf("doctor in pod %s on %s:\n%s", p.Name, n.Name, log)
+}
+
+// describePods prints each pod's phase, container states and log, for a failure message.
+func describePods(ctx context.Context, client kubernetes.Interface, selector string) string {
+	pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "%s on %s: %s %+v\n", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.ContainerStatuses)
+		log, err := client.CoreV1().Pods("default").GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+		fmt.Fprintf(&b, "log (%v):\n%s\n", err, log)
+	}
+	return b.String()
 }
