@@ -24,7 +24,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
 
-.PHONY: setup torch build test test-nocgo test-all pipeline bench lint env clean fidelity
+.PHONY: setup torch build image test test-nocgo test-all pipeline bench lint env clean fidelity
 
 ## setup: everything the build and tests need (scripts/setup.d/*.sh in order; idempotent)
 setup:
@@ -37,6 +37,20 @@ torch:
 ## build: bin/schedrl
 build: torch
 	$(TORCH_ENV) $(GO) build -ldflags '$(LDFLAGS)' -o bin/schedrl ./cmd/schedrl
+
+# The image's tag is deploy/k8s/kustomization.yaml's newTag: the manifests and the image agree.
+IMAGE_NAME ?= docker.io/schedrl/schedrl
+IMAGE_TAG ?= $(shell sed -n 's/^ *newTag: *//p' deploy/k8s/kustomization.yaml)$(if $(filter 1,$(CUDA)),-cuda)
+
+## image: dist/schedrl-image.oci.tar, schedrl's OCI image (docs/deploy.md); its digest is the
+## last line. PUSH=REF also pushes it. -trimpath and -s -w: the binary does not depend on the
+## checkout's path, so the same commit gives the same digest.
+image: torch
+	$(TORCH_ENV) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o dist/image/schedrl ./cmd/schedrl
+	CGO_ENABLED=0 GOWORK=off $(GO) run ./scripts/image --binary dist/image/schedrl \
+		--out dist/schedrl-image.oci.tar --name '$(IMAGE_NAME):$(IMAGE_TAG)' \
+		--epoch "$$(git log -1 --format=%ct)" --version '$(VERSION)' --revision '$(REVISION)' \
+		$(if $(PUSH),--push '$(PUSH)')
 
 # The project's packages (scripts/packages.sh): ./... less git-ignored scratch folders.
 PKGS = $$(bash scripts/packages.sh all)
@@ -81,4 +95,4 @@ env:
 	@bash scripts/goenv.sh
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

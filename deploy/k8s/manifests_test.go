@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,15 +28,24 @@ import (
 	"github.com/schedrl/schedrl/internal/testserver"
 )
 
-// objects decodes every document of the manifests in this folder.
-func objects(t *testing.T) []*unstructured.Unstructured {
+// kustomization is kubectl's (`kubectl apply -k`): it lists the manifests and sets the image tag.
+const kustomization = "kustomization.yaml"
+
+// manifests are the files of this folder holding Kubernetes objects.
+func manifests(t *testing.T) []string {
 	t.Helper()
 	files, err := filepath.Glob("*.yaml")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no manifests: %v", err)
 	}
+	return slices.DeleteFunc(files, func(f string) bool { return f == kustomization })
+}
+
+// objects decodes every document of the manifests in this folder.
+func objects(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
 	var out []*unstructured.Unstructured
-	for _, f := range files {
+	for _, f := range manifests(t) {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -137,4 +148,52 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 		t.Fatalf("kube-scheduler wrote no effective configuration: %v", err)
 	}
 	t.Logf("%d objects valid", len(objs))
+}
+
+// TestKustomizationCoversEveryManifestAndImage: `kubectl apply -k deploy/k8s/` installs every
+// manifest, and every schedrl container names the image the kustomization retags, pulled only
+// when absent (the image is imported on nodes that reach no registry).
+func TestKustomizationCoversEveryManifestAndImage(t *testing.T) {
+	data, err := os.ReadFile(kustomization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Resources []string `json:"resources"`
+		Images    []struct {
+			Name, NewName, NewTag string
+		} `json:"images"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		t.Fatalf("%s: %v", kustomization, err)
+	}
+	if got, want := slices.Sorted(slices.Values(k.Resources)), manifests(t); !slices.Equal(got, want) {
+		t.Errorf("%s resources %v, want every manifest %v", kustomization, got, want)
+	}
+	if len(k.Images) != 1 || k.Images[0].NewTag == "" {
+		t.Fatalf("%s: want one image entry with newTag, got %+v", kustomization, k.Images)
+	}
+	image := k.Images[0].Name
+	users := 0
+	for _, o := range objects(t) {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		jobContainers, _, _ := unstructured.NestedSlice(o.Object, "spec", "jobTemplate", "spec", "template", "spec", "containers")
+		for _, c := range append(containers, jobContainers...) {
+			c := c.(map[string]any)
+			ref, _ := c["image"].(string)
+			if !strings.HasPrefix(ref, "schedrl/") {
+				continue
+			}
+			users++
+			if name, _, _ := strings.Cut(ref, ":"); name != image {
+				t.Errorf("%s %s: image %s, not the kustomization's %s", o.GetKind(), o.GetName(), ref, image)
+			}
+			if c["imagePullPolicy"] != "IfNotPresent" {
+				t.Errorf("%s %s: imagePullPolicy %v, want IfNotPresent", o.GetKind(), o.GetName(), c["imagePullPolicy"])
+			}
+		}
+	}
+	if users != 3 {
+		t.Errorf("%d containers run schedrl's image, want 3 (extender, defrag, retrain)", users)
+	}
 }

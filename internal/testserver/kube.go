@@ -107,7 +107,9 @@ func newKube(dir, etcdBin, apiBin string) (*Kube, error) {
 		"--service-account-signing-key-file", c("sa.key"), "--service-cluster-ip-range", "10.0.0.0/24",
 		// No controller manager creates the service accounts pods would need, and no kubelet would
 		// clear the not-ready taint new nodes get.
-		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition", "--v", "1"}}
+		"--disable-admission-plugins", "ServiceAccount,TaintNodesByCondition",
+		// A test node's name is not in DNS: logs and exec reach its kubelet by address.
+		"--kubelet-preferred-address-types", "InternalIP,Hostname", "--v", "1"}}
 	return k, nil
 }
 
