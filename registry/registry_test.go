@@ -2,6 +2,7 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -339,5 +340,25 @@ func TestUnpublishedPipelineModelSaysWhatToRun(t *testing.T) {
 	_, err := r.Resolve(context.Background(), "placement@champion")
 	if err == nil || !strings.Contains(err.Error(), "make pipeline CONFIG=configs/default.yaml") {
 		t.Errorf("placement@champion before its pipeline ran: %v", err)
+	}
+}
+
+// Hyper-parameter sections print as YAML key paths, one leaf per row, not as Go map strings.
+func TestFlattenHyperGivesKeyPaths(t *testing.T) {
+	var hyper map[string]any // as a manifest's JSON decodes
+	if err := json.Unmarshal([]byte(`{"pretrain":{"AdamEps":1e-05,"LR":0.001},"seed":7}`), &hyper); err != nil {
+		t.Fatal(err)
+	}
+	got := FlattenHyper(hyper)
+	want := map[string]string{"pretrain.AdamEps": "1e-05", "pretrain.LR": "0.001", "seed": "7"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	for k, v := range got {
+		if strings.Contains(v, "map[") {
+			t.Errorf("%s printed as a Go map: %s", k, v)
+		}
 	}
 }
