@@ -136,7 +136,15 @@ func epochs(cfg config.FinetuneConfig, n int, rng *rand.Rand, minibatch func(idx
 // one named step per loss term, plus the KL penalty towards the pretrained policy,
 //
 //	loss = L_clip - ent_coef H + vf_coef L_V + kl KL(π_ref ‖ π).
-func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]float32, lr, kl float64) (updateStats, error) {
+//
+// It runs pinned to one OS thread (nn.WithGrad), so that all of it uses the configured
+// intra-op thread count.
+func (l *learner) minibatch(r *rollout, idx []int, adv, ret []float32, ref [][]float32, lr, kl float64) (st updateStats, err error) {
+	nn.WithGrad(func() { st, err = l.gradStep(r, idx, adv, ret, ref, lr, kl) })
+	return st, err
+}
+
+func (l *learner) gradStep(r *rollout, idx []int, adv, ret []float32, ref [][]float32, lr, kl float64) (updateStats, error) {
 	cfg := l.cfg
 	mb := pick(r, idx, adv, ret, l.pol.net.Arch.ValueScale, cfg.NormAdv)
 	b := newBatch(mb.samples, l.pol.dev)

@@ -55,6 +55,12 @@ func (a *Adam) ZeroGrad() {
 // ClipGradNorm scales the gradients so their global L2 norm is at most maxNorm (when
 // maxNorm > 0) and returns the norm before clipping.
 func (a *Adam) ClipGradNorm(maxNorm float64) float64 {
+	var norm float64
+	pinned(func() { norm = a.clipGradNorm(maxNorm) })
+	return norm
+}
+
+func (a *Adam) clipGradNorm(maxNorm float64) float64 {
 	var sq float64
 	for _, p := range a.params {
 		g := p.MustGrad(false)

@@ -4,21 +4,40 @@ package nn
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/sugarme/gotch"
 	"github.com/sugarme/gotch/libtch"
 )
 
-// Device resolves the configured device and applies its CPU thread budget. "auto" picks the
-// first GPU when libtorch sees one; asking for a GPU that is not there is an error, not a
-// silent fall back to CPU.
+// threads is the intra-op thread count set by the last Device call with cfg.Threads > 0 (0:
+// none yet, libtorch's default everywhere). libtorch keeps the count per OS thread (OpenMP's
+// and MKL's thread-local settings), and a thread that ran libtorch before a set keeps its
+// old count; Go moves a goroutine between OS threads, more often under load. So every pinned
+// section applies this count on its own thread, or the same run would sum its floats in an
+// order that depends on which thread the scheduler picked.
+var threads atomic.Int64
+
+// applyThreads gives the calling OS thread the process's intra-op thread count; callers hold
+// the thread (pinned).
+func applyThreads() {
+	if n := int(threads.Load()); n > 0 && libtch.AtGetNumThreads() != n {
+		libtch.AtSetNumThreads(n)
+	}
+}
+
+// Device resolves the configured device and applies its CPU thread budget to every later
+// libtorch section of this package, whichever OS thread runs it. "auto" picks the first GPU
+// when libtorch sees one; asking for a GPU that is not there is an error, not a silent fall
+// back to CPU.
 func Device(cfg config.DeviceConfig) (gotch.Device, error) {
 	kind, ordinal, err := config.ParseDevice(cfg.Name)
 	if err != nil {
 		return gotch.Device{}, fmt.Errorf("device.name: %w", err)
 	}
 	if cfg.Threads > 0 {
+		threads.Store(int64(cfg.Threads))
 		libtch.AtSetNumThreads(cfg.Threads)
 	}
 	switch kind {

@@ -9,7 +9,8 @@ import (
 // libtorch's grad mode is per OS thread, and gotch toggles it (NoGrad) in weight
 // initialisation and VarStore.Load. A goroutine may move between threads between cgo calls,
 // so an unpinned toggle can switch the mode off on one thread and back on on another, leaving
-// a later training step without gradients. Everything here runs pinned to one thread.
+// a later training step without gradients. Everything here runs pinned to one thread, with
+// the process's intra-op thread count applied to it (applyThreads).
 
 // NoGrad runs fn with gradient tracking off (inference, optimiser updates).
 func NoGrad(fn func()) {
@@ -28,5 +29,6 @@ func WithGrad(fn func()) {
 func pinned(fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	applyThreads()
 	fn()
 }

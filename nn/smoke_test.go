@@ -3,12 +3,14 @@ package nn
 import (
 	"math/rand/v2"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/sugarme/gotch"
+	"github.com/sugarme/gotch/libtch"
 	gnn "github.com/sugarme/gotch/nn"
 	"github.com/sugarme/gotch/ts"
 )
@@ -152,5 +154,46 @@ func TestProbe(t *testing.T) {
 	}
 	if r.LibtorchPath == "" || r.Variant == "" {
 		t.Errorf("incomplete probe: %+v", r)
+	}
+}
+
+// A thread count set by Device holds on every OS thread libtorch runs on, also on one that ran
+// libtorch before the count was set (libtorch keeps the count per thread, and Go moves
+// goroutines between threads): otherwise one run sums its floats in orders that depend on
+// scheduling, and a resumed run parts from the uninterrupted one under load.
+func TestDeviceThreadsHoldOnEveryThread(t *testing.T) {
+	jobs := make(chan func())
+	defer close(jobs)
+	go func() {
+		runtime.LockOSThread() // this goroutine's thread is kept, with its libtorch settings
+		for job := range jobs {
+			job()
+		}
+	}()
+	onOld := func(f func()) {
+		done := make(chan struct{})
+		jobs <- func() { f(); close(done) }
+		<-done
+	}
+	onOld(func() {
+		if _, err := Device(config.DeviceConfig{Name: "cpu", Threads: 2}); err != nil {
+			t.Error(err)
+		}
+		libtch.AtGetNumThreads() // libtorch initialises this thread's count, as any parallel op does
+	})
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if _, err := Device(config.DeviceConfig{Name: "cpu", Threads: 1}); err != nil {
+			t.Error(err)
+		}
+		close(done)
+	}()
+	<-done
+	var got int
+	onOld(func() { NoGrad(func() { got = libtch.AtGetNumThreads() }) })
+	if got != 1 {
+		t.Errorf("a section on a thread set earlier runs with %d intra-op threads, want the 1 set last", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/minio/minio-go/v7"
@@ -21,9 +22,12 @@ import (
 
 // s3Backend stores objects in an S3 bucket (MinIO in the tests) under a key prefix. Create
 // uses a conditional PUT (If-None-Match: *), so two writers of one key cannot both succeed.
-// Every request has a deadline (cfg.Timeout); the idempotent ones (get, list, put, delete)
-// are retried with exponential backoff, a conditional create is not: a create that timed
-// out may have happened.
+// Every request has a stall deadline (cfg.Timeout): connecting, the first answer and each gap
+// between the bytes of a transfer must each take less, so an endpoint that accepts connections
+// and never answers fails a command in seconds, while a long transfer may take as long as its
+// bytes keep moving. The idempotent requests (get, list, put, delete) are retried with
+// exponential backoff on a refused connection or a 5xx answer, not on a stall (a silent
+// endpoint stays silent); a conditional create never is: one that failed may have happened.
 type s3Backend struct {
 	client         *minio.Client
 	bucket, prefix string
@@ -42,7 +46,9 @@ func newS3Backend(bucket, prefix string, cfg config.S3Config) (*s3Backend, error
 	}
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	transport.DialContext = (&net.Dialer{Timeout: min(5*time.Second, cfg.Timeout)}).DialContext
-	transport.ResponseHeaderTimeout = cfg.Timeout
+	// The watch of each request bounds the wait for an answer and the gaps of a transfer;
+	// this is a backstop behind it.
+	transport.ResponseHeaderTimeout = 2 * cfg.Timeout
 	// MaxRetries 1: one attempt per call; the retries are ours, for idempotent calls only.
 	client, err := minio.New(cfg.Endpoint, &minio.Options{
 		Creds: creds, Secure: cfg.TLS, Region: cfg.Region, Transport: transport, MaxRetries: 1,
@@ -61,26 +67,25 @@ func (b *s3Backend) key(k string) string {
 	return b.prefix + "/" + k
 }
 
-// call runs one request under the per-request deadline, retrying an idempotent one on a
-// connection error, a timeout or a 5xx answer. Errors name the operation, the object and the
-// endpoint.
-func (b *s3Backend) call(ctx context.Context, op, key string, idempotent bool, req func(ctx context.Context) error) error {
+// call runs one request under the stall deadline, retrying an idempotent one on a connection
+// error or a 5xx answer. req reports each piece of progress (bytes sent or received, an object
+// listed) through its argument. Errors name the operation, the object and the endpoint.
+func (b *s3Backend) call(ctx context.Context, op, key string, idempotent bool, req func(ctx context.Context, progress func()) error) error {
 	wait := b.backoff
 	for attempt := 0; ; attempt++ {
-		actx, cancel := context.WithTimeout(ctx, b.timeout)
-		err := req(actx)
-		timedOut := actx.Err() == context.DeadlineExceeded && ctx.Err() == nil
-		cancel()
+		actx, progress, stop := b.watch(ctx)
+		err := req(actx, progress)
+		stalled := stop()
 		if err == nil {
 			return nil
 		}
 		switch {
-		case timedOut:
-			err = fmt.Errorf("no answer within %v (registry.s3.timeout): %w", b.timeout, err)
+		case stalled:
+			err = fmt.Errorf("no progress within %v (registry.s3.timeout; not retried: a silent endpoint stays silent): %w", b.timeout, errStalled)
 		case ctx.Err() != nil:
 			err = fmt.Errorf("%w: %w", context.Cause(ctx), err)
 		}
-		if !idempotent || !retryable(err) || attempt >= b.retries || ctx.Err() != nil {
+		if !idempotent || stalled || !retryable(err) || attempt >= b.retries || ctx.Err() != nil {
 			if attempt > 0 {
 				err = fmt.Errorf("after %d attempts: %w", attempt+1, err)
 			}
@@ -93,6 +98,54 @@ func (b *s3Backend) call(ctx context.Context, op, key string, idempotent bool, r
 		}
 		wait *= 2
 	}
+}
+
+var errStalled = errors.New("request stalled")
+
+// watch returns a context that is cancelled when progress has not been called for b.timeout,
+// the progress function, and stop, which ends the watch and says whether it cancelled.
+func (b *s3Backend) watch(ctx context.Context) (context.Context, func(), func() bool) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	var last atomic.Int64
+	last.Store(time.Now().UnixNano())
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(max(b.timeout/8, time.Millisecond))
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if now.Sub(time.Unix(0, last.Load())) >= b.timeout {
+					cancel(errStalled)
+					return
+				}
+			}
+		}
+	}()
+	progress := func() { last.Store(time.Now().UnixNano()) }
+	stop := func() bool {
+		close(done)
+		stalled := errors.Is(context.Cause(wctx), errStalled)
+		cancel(nil)
+		return stalled
+	}
+	return wctx, progress, stop
+}
+
+// progressReader calls progress on every read that moved bytes.
+type progressReader struct {
+	r        io.Reader
+	progress func()
+}
+
+func (p progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.progress()
+	}
+	return n, err
 }
 
 // retryable: anything but an answer of the server that a retry would repeat (4xx).
@@ -108,8 +161,8 @@ func (b *s3Backend) Create(ctx context.Context, key string, r io.Reader, size in
 	// One PUT, not multipart: the condition must apply to the object as a whole.
 	opts := minio.PutObjectOptions{DisableMultipart: true}
 	opts.SetMatchETagExcept("*")
-	return b.call(ctx, "create", key, false, func(ctx context.Context) error {
-		_, err := b.client.PutObject(ctx, b.bucket, b.key(key), r, size, opts)
+	return b.call(ctx, "create", key, false, func(ctx context.Context, progress func()) error {
+		_, err := b.client.PutObject(ctx, b.bucket, b.key(key), progressReader{r, progress}, size, opts)
 		switch minio.ToErrorResponse(err).StatusCode {
 		case http.StatusPreconditionFailed, http.StatusConflict:
 			return fmt.Errorf("%s: %w", b.URI(key), ErrExists)
@@ -120,13 +173,13 @@ func (b *s3Backend) Create(ctx context.Context, key string, r io.Reader, size in
 
 func (b *s3Backend) Put(ctx context.Context, key string, r io.Reader, size int64) error {
 	seeker, rewind := r.(io.Seeker)
-	return b.call(ctx, "put", key, rewind, func(ctx context.Context) error {
+	return b.call(ctx, "put", key, rewind, func(ctx context.Context, progress func()) error {
 		if rewind {
 			if _, err := seeker.Seek(0, io.SeekStart); err != nil {
 				return err
 			}
 		}
-		_, err := b.client.PutObject(ctx, b.bucket, b.key(key), r, size, minio.PutObjectOptions{DisableMultipart: true})
+		_, err := b.client.PutObject(ctx, b.bucket, b.key(key), progressReader{r, progress}, size, minio.PutObjectOptions{DisableMultipart: true})
 		return err
 	})
 }
@@ -135,7 +188,7 @@ func (b *s3Backend) Put(ctx context.Context, key string, r io.Reader, size int64
 // retried like any other failure and a caller never holds half an object.
 func (b *s3Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) {
 	var data []byte
-	err := b.call(ctx, "get", key, true, func(ctx context.Context) error {
+	err := b.call(ctx, "get", key, true, func(ctx context.Context, progress func()) error {
 		obj, err := b.client.GetObject(ctx, b.bucket, b.key(key), minio.GetObjectOptions{})
 		if err != nil {
 			return err
@@ -149,7 +202,10 @@ func (b *s3Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) 
 			return err
 		}
 		buf := bytes.NewBuffer(make([]byte, 0, st.Size))
-		if _, err := io.Copy(buf, obj); err != nil {
+		progress()
+		// Small reads, each a piece of progress: an Object fills a whole read before it
+		// returns, and bytes.Buffer would ask for the whole object in one.
+		if _, err := io.CopyBuffer(struct{ io.Writer }{buf}, progressReader{obj, progress}, make([]byte, 32<<10)); err != nil {
 			return err
 		}
 		data = buf.Bytes()
@@ -165,7 +221,7 @@ func (b *s3Backend) Get(ctx context.Context, key string) (io.ReadCloser, error) 
 }
 
 func (b *s3Backend) Delete(ctx context.Context, key string) error {
-	return b.call(ctx, "delete", key, true, func(ctx context.Context) error {
+	return b.call(ctx, "delete", key, true, func(ctx context.Context, _ func()) error {
 		return b.client.RemoveObject(ctx, b.bucket, b.key(key), minio.RemoveObjectOptions{})
 	})
 }
@@ -173,7 +229,7 @@ func (b *s3Backend) Delete(ctx context.Context, key string) error {
 func (b *s3Backend) List(ctx context.Context, prefix string) ([]string, error) {
 	full := b.key(prefix)
 	var names []string
-	err := b.call(ctx, "list", prefix, true, func(ctx context.Context) error {
+	err := b.call(ctx, "list", prefix, true, func(ctx context.Context, progress func()) error {
 		names = names[:0]
 		for obj := range b.client.ListObjects(ctx, b.bucket, minio.ListObjectsOptions{Prefix: full}) {
 			if obj.Err != nil {
@@ -182,6 +238,7 @@ func (b *s3Backend) List(ctx context.Context, prefix string) ([]string, error) {
 				}
 				return obj.Err
 			}
+			progress()
 			names = append(names, strings.TrimPrefix(obj.Key, full))
 		}
 		return ctx.Err()

@@ -1,10 +1,12 @@
 package registry
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Change is one field that differs between two versions; A or B is "" where absent.
@@ -30,8 +32,9 @@ func Diff(a, b Version) []Change {
 	add("config_hash", ma.ConfigHash, mb.ConfigHash, "")
 	add("code_revision", ma.CodeRevision, mb.CodeRevision, "")
 	add("parent", ma.Parent, mb.Parent, "")
-	for _, k := range unionKeys(ma.Hyper, mb.Hyper) {
-		add("hyper."+k, show(ma.Hyper, k), show(mb.Hyper, k), "")
+	ha, hb := FlattenHyper(ma.Hyper), FlattenHyper(mb.Hyper)
+	for _, k := range unionKeys(ha, hb) {
+		add("hyper."+k, ha[k], hb[k], "")
 	}
 	for _, k := range unionKeys(ma.Metrics, mb.Metrics) {
 		x, okA := ma.Metrics[k]
@@ -65,4 +68,36 @@ func show[V any](m map[string]V, k string) string {
 		return fmt.Sprintf("%.6g", f)
 	}
 	return fmt.Sprint(v)
+}
+
+// FlattenHyper lists hyper-parameters one leaf per key, nested sections joined with "." as
+// YAML paths (pretrain.lr), so that a section prints as its keys, not as one Go map string.
+func FlattenHyper(h map[string]any) map[string]string {
+	out := map[string]string{}
+	var walk func(prefix string, v any)
+	walk = func(prefix string, v any) {
+		if m, ok := v.(map[string]any); ok && len(m) > 0 {
+			for k, x := range m {
+				walk(prefix+"."+k, x)
+			}
+			return
+		}
+		out[strings.TrimPrefix(prefix, ".")] = leaf(v)
+	}
+	walk("", h)
+	return out
+}
+
+func leaf(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', 6, 64)
+	case string:
+		return x
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(data)
 }

@@ -113,27 +113,55 @@ func (r *Registry) Models(ctx context.Context) ([]string, error) {
 	return models, nil
 }
 
-// Versions lists the visible versions of model, oldest first, with their aliases.
+// Broken is a version whose manifest exists but cannot be read or parsed: it is reported
+// and left out, so that one bad version does not hide every other.
+type Broken struct {
+	Model  string
+	Number int
+	Err    error
+}
+
+// Ref names the version as MODEL@N.
+func (b Broken) Ref() string { return fmt.Sprintf("%s@%d", b.Model, b.Number) }
+
+// Versions lists the readable versions of model, oldest first, with their aliases; broken
+// ones are logged as warnings and left out (Scan returns them).
 func (r *Registry) Versions(ctx context.Context, model string) ([]Version, error) {
+	out, broken, err := r.Scan(ctx, model)
+	for _, b := range broken {
+		r.log.Warn("unreadable version left out", "version", b.Ref(), "err", b.Err)
+	}
+	return out, err
+}
+
+// Scan lists model's readable versions, oldest first, with their aliases, and its broken
+// ones. Errors are those of the store itself (unreachable, missing), not of one version.
+func (r *Registry) Scan(ctx context.Context, model string) ([]Version, []Broken, error) {
 	if err := ValidateName("model", model); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	numbers, err := r.claimed(ctx, model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	aliases, err := r.Aliases(ctx, model)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []Version
+	var broken []Broken
 	for _, n := range numbers {
 		v, err := r.version(ctx, model, n)
 		if errors.Is(err, ErrNotFound) {
 			continue // claimed, never completed: not a version
 		}
+		var bad *badManifestError
+		if errors.As(err, &bad) {
+			broken = append(broken, Broken{Model: model, Number: n, Err: err})
+			continue
+		}
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for alias, an := range aliases {
 			if an == n {
@@ -143,8 +171,14 @@ func (r *Registry) Versions(ctx context.Context, model string) ([]Version, error
 		slices.Sort(v.Aliases)
 		out = append(out, v)
 	}
-	return out, nil
+	return out, broken, nil
 }
+
+// badManifestError: a version's manifest was read but is not a valid manifest.
+type badManifestError struct{ err error }
+
+func (e *badManifestError) Error() string { return e.err.Error() }
+func (e *badManifestError) Unwrap() error { return e.err }
 
 // claimed returns every version number taken under model, complete or not, ascending.
 func (r *Registry) claimed(ctx context.Context, model string) ([]int, error) {
@@ -173,7 +207,7 @@ func (r *Registry) version(ctx context.Context, model string, n int) (Version, e
 	}
 	m, err := checkpoint.Parse(data)
 	if err != nil {
-		return Version{}, fmt.Errorf("%s: %w", r.store.URI(key), err)
+		return Version{}, &badManifestError{fmt.Errorf("%s: %w", r.store.URI(key), err)}
 	}
 	return Version{Model: model, Number: n, Manifest: m, Digest: m.Digest(), URI: r.store.URI(versionPrefix(model, n))}, nil
 }
@@ -197,12 +231,20 @@ func (r *Registry) Resolve(ctx context.Context, ref string) (Version, error) {
 	if err := ValidateName("model", model); err != nil {
 		return Version{}, fmt.Errorf("reference %q: %w", ref, err)
 	}
-	versions, err := r.Versions(ctx, model)
+	versions, broken, err := r.Scan(ctx, model)
 	if err != nil {
 		return Version{}, err
 	}
+	if numberRE.MatchString(sel) {
+		n, _ := strconv.Atoi(sel)
+		for _, b := range broken {
+			if b.Number == n {
+				return Version{}, fmt.Errorf("reference %q: version %d is unreadable: %w", ref, n, b.Err)
+			}
+		}
+	}
 	if len(versions) == 0 {
-		return Version{}, fmt.Errorf("reference %q: model %q has no versions in %s", ref, model, r.store.URI("models/"))
+		return Version{}, fmt.Errorf("reference %q: model %q has no versions in %s%s", ref, model, r.store.URI("models/"), r.Hint(model))
 	}
 	switch {
 	case sel == "" || sel == "latest":
@@ -253,7 +295,9 @@ func (r *Registry) Aliases(ctx context.Context, model string) (map[string]int, e
 		}
 		var rec aliasRecord
 		if err := json.Unmarshal(data, &rec); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.store.URI(aliasKey(model, alias)), err)
+			// One bad alias must not hide the model: report it, keep the rest.
+			r.log.Warn("unreadable alias left out", "alias", model+"@"+alias, "err", fmt.Errorf("%s: %w", r.store.URI(aliasKey(model, alias)), err))
+			continue
 		}
 		out[alias] = rec.Version
 	}
@@ -284,4 +328,20 @@ func (r *Registry) Promote(ctx context.Context, ref, alias string) (Version, err
 		}
 	}
 	return v, nil
+}
+
+// pipelineConfigs names the pipeline config that publishes each of the models the repository's
+// pipelines create.
+var pipelineConfigs = map[string]string{
+	"placement": "configs/default.yaml",
+	"defrag":    "configs/defrag-online.yaml",
+	"maifs":     "configs/maifs.yaml",
+}
+
+// Hint says what publishes model when it is one of the pipelines' models ("" otherwise).
+func (r *Registry) Hint(model string) string {
+	if cfg, ok := pipelineConfigs[model]; ok {
+		return fmt.Sprintf(" (its pipeline has not published yet: run `make pipeline CONFIG=%s` first)", cfg)
+	}
+	return ""
 }

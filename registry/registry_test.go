@@ -2,7 +2,9 @@ package registry
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -285,5 +287,78 @@ func TestPublishMissingDirectory(t *testing.T) {
 	_, err := open(t, fileConfig(t)).Publish(context.Background(), "m", missing)
 	if err == nil || !strings.Contains(err.Error(), missing+" does not exist") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// One corrupt version (or alias) is reported and left out; list, show and the page serve the
+// rest of the model and every other model.
+func TestCorruptVersionDoesNotHideTheRest(t *testing.T) {
+	cfg := fileConfig(t)
+	r := open(t, cfg)
+	ctx := context.Background()
+	for _, seed := range []int{71, 72} {
+		if _, err := r.Publish(ctx, "m", makeCheckpoint(t, seed)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.Publish(ctx, "other", makeCheckpoint(t, 73)); err != nil {
+		t.Fatal(err)
+	}
+	root := strings.TrimPrefix(cfg.Store, "file://")
+	manifest := filepath.Join(root, "models", "m", "1", checkpoint.ManifestFile)
+	if err := os.Chmod(manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifest, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "models", "m", "aliases", "broken.json"), []byte("]"), 0o644); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	versions, broken, err := r.Scan(ctx, "m")
+	if err != nil || len(versions) != 1 || versions[0].Number != 2 || len(broken) != 1 || broken[0].Number != 1 {
+		t.Fatalf("scan: versions %v, broken %v, err %v", versions, broken, err)
+	}
+	if _, err := r.Resolve(ctx, "m@2"); err != nil {
+		t.Errorf("show of the good version: %v", err)
+	}
+	if _, err := r.Resolve(ctx, "m@1"); err == nil || !strings.Contains(err.Error(), "version 1 is unreadable") {
+		t.Errorf("show of the corrupt version: %v", err)
+	}
+	models, err := r.pageModels(ctx)
+	if err != nil || len(models) != 2 {
+		t.Fatalf("page: %d models, err %v", len(models), err)
+	}
+}
+
+// A pipeline's model that no pipeline has published yet says which pipeline to run.
+func TestUnpublishedPipelineModelSaysWhatToRun(t *testing.T) {
+	r := open(t, fileConfig(t))
+	if _, err := r.Publish(context.Background(), "m", makeCheckpoint(t, 74)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := r.Resolve(context.Background(), "placement@champion")
+	if err == nil || !strings.Contains(err.Error(), "make pipeline CONFIG=configs/default.yaml") {
+		t.Errorf("placement@champion before its pipeline ran: %v", err)
+	}
+}
+
+// Hyper-parameter sections print as YAML key paths, one leaf per row, not as Go map strings.
+func TestFlattenHyperGivesKeyPaths(t *testing.T) {
+	var hyper map[string]any // as a manifest's JSON decodes
+	if err := json.Unmarshal([]byte(`{"pretrain":{"AdamEps":1e-05,"LR":0.001},"seed":7}`), &hyper); err != nil {
+		t.Fatal(err)
+	}
+	got := FlattenHyper(hyper)
+	want := map[string]string{"pretrain.AdamEps": "1e-05", "pretrain.LR": "0.001", "seed": "7"}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	for k, v := range got {
+		if strings.Contains(v, "map[") {
+			t.Errorf("%s printed as a Go map: %s", k, v)
+		}
 	}
 }

@@ -206,8 +206,9 @@ func showVersion(out io.Writer, v registry.Version) {
 	} {
 		fmt.Fprintf(w, "%s\t%s\n", row[0], row[1])
 	}
-	for _, k := range slices.Sorted(maps.Keys(m.Hyper)) {
-		fmt.Fprintf(w, "hyper.%s\t%v\n", k, m.Hyper[k])
+	hyper := registry.FlattenHyper(m.Hyper)
+	for _, k := range slices.Sorted(maps.Keys(hyper)) {
+		fmt.Fprintf(w, "hyper.%s\t%s\n", k, hyper[k])
 	}
 	for _, k := range slices.Sorted(maps.Keys(m.Metrics)) {
 		fmt.Fprintf(w, "metrics.%s\t%.6g\n", k, m.Metrics[k])

@@ -28,9 +28,11 @@ type S3Config struct {
 	// or MINIO_ROOT_USER/MINIO_ROOT_PASSWORD.
 	AccessKey string `mapstructure:"access_key" yaml:"access_key" secret:"true"`
 	SecretKey string `mapstructure:"secret_key" yaml:"secret_key" secret:"true"`
-	// Timeout bounds each request (connect, answer and transfer); Retries is how many times
-	// an idempotent one (get, list, put, delete) is retried, with exponential backoff from
-	// Backoff. A conditional create is never retried.
+	// Timeout is the stall deadline of each request: connecting, the first answer and each
+	// gap between the bytes of a transfer must take less (a long transfer takes as long as its
+	// bytes keep moving). Retries is how many times an idempotent one (get, list, put, delete)
+	// is retried on a refused connection or a 5xx, with exponential backoff from Backoff; a
+	// stalled request and a conditional create never are.
 	Timeout time.Duration `mapstructure:"timeout" yaml:"timeout"`
 	Retries int           `mapstructure:"retries" yaml:"retries"`
 	Backoff time.Duration `mapstructure:"backoff" yaml:"backoff"`
@@ -57,7 +59,7 @@ type TrackingConfig struct {
 func (c *RegistryConfig) SetDefaults() {
 	c.Store = "file://artifacts/registry"
 	c.S3.Region = "us-east-1"
-	c.S3.Timeout = time.Minute
+	c.S3.Timeout = 10 * time.Second
 	c.S3.Retries = 3
 	c.S3.Backoff = 200 * time.Millisecond
 	c.Deadline = 30 * time.Minute
