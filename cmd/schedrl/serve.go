@@ -88,7 +88,7 @@ func (w *workloadFlags) add(cmd *cobra.Command, d config.SimConfig) {
 func (w workloadFlags) model() (*sim.FragModel, error) {
 	tasks, err := sim.LoadTasks(w.Pods)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--pods: %w (a relative default resolves against the working folder: run from the repository root or pass --pods FILE)", err)
 	}
 	m, err := sim.TypicalShapes(tasks, w.Coverage)
 	if err != nil {

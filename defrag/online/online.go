@@ -31,11 +31,14 @@ const (
 type Config struct {
 	// Every is the time between checks (Δt, seconds); HeadWait (T, seconds) is how long the
 	// queue head must have waited at a check for the defragmenter to act (0: act at every check).
-	Every, HeadWait float64
+	Every    float64 `json:"every_s"`
+	HeadWait float64 `json:"head_wait_s"`
 	// Budget is the most migrations per invocation; CapPerHour the most started in any hour.
-	Budget, CapPerHour int
+	Budget     int `json:"budget"`
+	CapPerHour int `json:"cap_per_hour"`
 	// DowntimeBase + DowntimePerGPU x GPU share is a migration's downtime (seconds).
-	DowntimeBase, DowntimePerGPU float64
+	DowntimeBase   float64 `json:"downtime_base_s"`
+	DowntimePerGPU float64 `json:"downtime_per_gpu_s"`
 }
 
 // DefaultConfig is the issue's probe trigger (every 10 min when the head waited 5 min,
