@@ -120,7 +120,7 @@ func newDefragSnapshotCmd(runF func(context.Context, *defragSnapshotOptions) err
 	cmd := &cobra.Command{
 		Use:   "snapshot",
 		Short: "Make a fragmented starting state (arrivals, random departures, pending queue) as a snapshot JSON",
-		Example: "  schedrl defrag snapshot --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv \\\n" +
+		Example: "  schedrl defrag snapshot --nodes data/openb/openb_node_list_gpu_node.csv --pods data/openb/openb_pod_list_default.csv \\\n" +
 			"    --policy fgd --seed 49 --departures 0.1 --out snap.json",
 		Args: cobra.NoArgs,
 		RunE: defragRunE(opts, &opts.defragIO, &flags, runF),

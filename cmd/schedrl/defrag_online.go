@@ -255,7 +255,7 @@ func (o *defragOnlineOptions) pull(ctx context.Context) (string, error) {
 	dir := filepath.Join(tmp, "model")
 	if _, err := r.Pull(ctx, o.Model, dir, false); err != nil {
 		os.RemoveAll(tmp)
-		return "", fmt.Errorf("%s: %w", o.Model, err)
+		return "", withModelHint(o.Model, fmt.Errorf("%s: %w", o.Model, err))
 	}
 	return dir, nil
 }

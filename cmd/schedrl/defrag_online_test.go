@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 )
 
@@ -35,6 +37,7 @@ func TestDefragOnlineJSON(t *testing.T) {
 			t.Errorf("no %s in %s", k, out.String())
 		}
 	}
+	snakeCaseKeys(t, "", got)
 	if got["migrations"].(float64) == 0 || got["tasks"].(float64) < 1000 {
 		t.Errorf("migrations %v, tasks %v", got["migrations"], got["tasks"])
 	}
@@ -138,5 +141,37 @@ func TestDefragOnlinePooledBound(t *testing.T) {
 	o.Pooled, o.Out = true, &bytes.Buffer{}
 	if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), "pooled:") {
 		t.Errorf("pooled with a method: %v", err)
+	}
+}
+
+// snakeCaseKeys fails on a key anywhere in v that is not the documented snake_case.
+func snakeCaseKeys(t *testing.T, path string, v any) {
+	t.Helper()
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			// The delay classes (one-gpu, multi-gpu) are documented names, not keys.
+			if !strings.HasPrefix(path, "queue_delay_by_kind.") && (strings.ToLower(k) != k || strings.ContainsAny(k, " -")) {
+				t.Errorf("JSON key %s%s is not snake_case", path, k)
+			}
+			snakeCaseKeys(t, path+k+".", x)
+		}
+	case []any:
+		for _, x := range v {
+			snakeCaseKeys(t, path, x)
+		}
+	}
+}
+
+// TestDefragOnlineModelNotPublishedSaysWhichPipeline: --model defrag@champion before the
+// pipeline that publishes it has run names the command to run.
+func TestDefragOnlineModelNotPublishedSaysWhichPipeline(t *testing.T) {
+	o := onlineOptions("none")
+	o.Model, o.Out = "defrag@champion", &bytes.Buffer{}
+	o.Registry = config.Default().Registry
+	o.Registry.Store = "file://" + filepath.Join(t.TempDir(), "registry") // a fresh clone has none yet
+	err := runDefragOnline(context.Background(), o)
+	if err == nil || !strings.Contains(err.Error(), "make pipeline CONFIG=configs/defrag-online.yaml") {
+		t.Fatalf("err = %v, want one naming the pipeline to run", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -59,7 +58,9 @@ func (k kubeFlags) client() (kubernetes.Interface, error) {
 	var cfg *rest.Config
 	var err error
 	if k.Kubeconfig == "" {
-		cfg, err = rest.InClusterConfig()
+		if cfg, err = rest.InClusterConfig(); errors.Is(err, rest.ErrNotInCluster) {
+			return nil, errors.New("kubernetes client: not running in a cluster (no service account): pass --kubeconfig FILE (e.g. ~/.kube/config)")
+		}
 	} else {
 		cfg, err = clientcmd.BuildConfigFromFlags("", k.Kubeconfig)
 	}
@@ -87,7 +88,7 @@ func (w *workloadFlags) add(cmd *cobra.Command, d config.SimConfig) {
 func (w workloadFlags) model() (*sim.FragModel, error) {
 	tasks, err := sim.LoadTasks(w.Pods)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("--pods: %w (a relative default resolves against the working folder: run from the repository root or pass --pods FILE)", err)
 	}
 	m, err := sim.TypicalShapes(tasks, w.Coverage)
 	if err != nil {
@@ -101,12 +102,12 @@ type serveExtenderOptions struct {
 	kubeFlags
 	workloadFlags
 	decisionLogFlags
-	Listen   string
-	Listener net.Listener // instead of Listen (tests)
-	Policy   string
-	Model    string // registry reference; overrides Policy
-	Config   config.Config
-	Log      *slog.Logger
+	extender.Endpoint
+	MaxBody int64
+	Policy  string
+	Model   string // registry reference; overrides Policy
+	Config  config.Config
+	Log     *slog.Logger
 }
 
 func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error) *cobra.Command {
@@ -122,8 +123,9 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 			"their GPU indices), places each pod kube-scheduler asks about with --policy or a registry\n" +
 			"--model, and binds it with the GPU indices as annotation alibabacloud.com/gpu-index.\n" +
 			"Serves /filter, /prioritize, /bind, /healthz and /metrics. See docs/deploy.md.",
-		Example: "  schedrl serve extender --policy fgd --listen :8888\n" +
-			"  schedrl serve extender --model placement@champion --kubeconfig ~/.kube/config",
+		Example: "  schedrl serve extender --policy fgd --kubeconfig ~/.kube/config\n" +
+			"  schedrl serve extender --model placement@champion --listen :8888 --tls-cert-file tls.crt --tls-key-file tls.key \\\n" +
+			"      --tls-client-ca-file scheduler-ca.crt --metrics-listen :9090",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -138,7 +140,12 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 	opts.workloadFlags.add(cmd, d.Sim)
 	opts.decisionLogFlags.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&opts.Listen, "listen", ":8888", "address to serve on")
+	f.StringVar(&opts.Listen, "listen", extender.DefaultListen, "address to serve the verbs and /healthz on (loopback unless asked: e.g. :8888 for every interface)")
+	f.StringVar(&opts.MetricsListen, "metrics-listen", "", "address to serve /metrics on, plain HTTP (empty: beside the verbs on --listen)")
+	f.StringVar(&opts.CertFile, "tls-cert-file", "", "PEM certificate to serve over TLS (kube-scheduler's enableHTTPS: true)")
+	f.StringVar(&opts.KeyFile, "tls-key-file", "", "PEM key of --tls-cert-file")
+	f.StringVar(&opts.ClientCAFile, "tls-client-ca-file", "", "PEM CA bundle: the verbs answer only clients with a certificate it signed (the scheduler's tlsConfig certFile)")
+	f.Int64Var(&opts.MaxBody, "max-body", extender.DefaultMaxBody, "largest request body in bytes; a larger one gets 413")
 	f.StringVar(&opts.Policy, "policy", "fgd", "heuristic placer: "+fmt.Sprint(policy.Placers()))
 	f.StringVar(&opts.Model, "model", "", "registry reference of a placement checkpoint (e.g. placement@champion); pulled and verified, overrides --policy")
 	config.AddFlags(f, "")
@@ -147,6 +154,9 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 
 // runServeExtender serves until ctx ends (execute cancels it on SIGINT/SIGTERM).
 func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
+	if err := opts.Endpoint.Validate(); err != nil {
+		return err
+	}
 	placer, label, cleanup, err := servePlacer(ctx, opts)
 	if err != nil {
 		return err
@@ -167,7 +177,7 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 		return err
 	}
 	srv := extender.New(extender.Options{Client: client, Mirror: mirror, Placer: placer, Seed: opts.Seed,
-		Model: label, APITimeout: opts.APITimeout, Log: opts.Log})
+		Model: label, APITimeout: opts.APITimeout, MaxBody: opts.MaxBody, Log: opts.Log})
 	dlog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
 		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Log)
 	if err != nil {
@@ -176,36 +186,19 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 	if dlog != nil {
 		defer dlog.Close()
 	}
-	ln := opts.Listener
-	if ln == nil {
-		if ln, err = net.Listen("tcp", opts.Listen); err != nil {
-			return err
+	return srv.Serve(ctx, opts.Endpoint, func(verbs, metrics net.Addr) {
+		opts.Log.Info("extender serving", "addr", verbs.String(), "tls", opts.TLS(), "client-certs", opts.ClientAuth(),
+			"metrics", metrics, "placer", placer.Name(), "model", label)
+		if !opts.TLS() && !isLoopback(verbs) {
+			opts.Log.Warn("extender serving plain HTTP beyond loopback: anyone who reaches it can bind pods; see docs/deploy.md for TLS")
 		}
-	}
-	opts.Log.Info("extender serving", "addr", ln.Addr().String(), "placer", placer.Name(), "model", label)
-	return serveHTTP(ctx, ln, srv.Handler())
+	})
 }
 
-// serveHTTP serves h on ln until ctx ends, then shuts down within 5 s.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := hs.Shutdown(sctx); err != nil {
-		return err
-	}
-	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+// isLoopback reports whether addr is a loopback address.
+func isLoopback(addr net.Addr) bool {
+	tcp, ok := addr.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
 }
 
 // servePlacer is the heuristic, or the registry model pulled (every file's sha256 verified)
@@ -248,7 +241,7 @@ func pullModel(ctx context.Context, cfg config.Config, ref string, log *slog.Log
 	v, err := reg.Pull(pctx, ref, dir, false)
 	if err != nil {
 		os.RemoveAll(tmp)
-		return "", registry.Version{}, fmt.Errorf("model %s: pull: %w", ref, err)
+		return "", registry.Version{}, withModelHint(ref, fmt.Errorf("model %s: pull: %w", ref, err))
 	}
 	return dir, v, nil
 }

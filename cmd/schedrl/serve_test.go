@@ -22,6 +22,7 @@ import (
 	"github.com/schedrl/schedrl/internal/testserver"
 	"github.com/schedrl/schedrl/kube"
 	"github.com/schedrl/schedrl/kube/descheduler"
+	"github.com/schedrl/schedrl/kube/extender"
 	"github.com/schedrl/schedrl/kube/kubetest"
 	"github.com/schedrl/schedrl/kube/podlog"
 	"github.com/schedrl/schedrl/nn"
@@ -96,7 +97,7 @@ func TestServeExtenderRegistryModel(t *testing.T) {
 	opts := serveExtenderOptions{
 		kubeFlags:     kubeFlags{Kubeconfig: kubeconfig, QPS: 500, Burst: 1000, APITimeout: 10 * time.Second, SyncTimeout: time.Minute},
 		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
-		Listener:      ln, Model: "placement@champion", Config: cfg, Log: slog.Default(),
+		Endpoint:      extender.Endpoint{Listener: ln}, Model: "placement@champion", Config: cfg, Log: slog.Default(),
 	}
 	opts.decisionLogFlags = decisionLogFlags{LogDir: t.TempDir(), LogMaxBytes: 64 << 20, LogMaxAge: time.Hour}
 	served := make(chan error, 1)
@@ -159,7 +160,7 @@ func TestServeExtenderModelPullFails(t *testing.T) {
 	cfg := config.Default()
 	cfg.Registry.Store = "file://" + t.TempDir()
 	opts := serveExtenderOptions{workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95},
-		Listen: "127.0.0.1:0", Model: "placement@champion", Config: cfg, Log: slog.Default()}
+		Endpoint: extender.Endpoint{Listen: "127.0.0.1:0"}, Model: "placement@champion", Config: cfg, Log: slog.Default()}
 	err := runServeExtender(context.Background(), &opts)
 	if err == nil || !strings.Contains(err.Error(), "model placement@champion: pull") {
 		t.Fatalf("err = %v, want a pull error naming placement@champion", err)

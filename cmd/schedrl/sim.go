@@ -88,8 +88,8 @@ func newSimCmd(runF func(context.Context, *simOptions) error) *cobra.Command {
 			"in the curve); alloc_milligpu_pct is the placed share of the arrived GPU request (milli);\n" +
 			"alloc_cpu_pct / alloc_mem_pct are CPU and memory allocated; occupied_gpu_pct counts GPUs with\n" +
 			"any share in use; frag_gpu is the FGD fragment in GPUs and frag_ratio_pct its share of idle GPU.",
-		Example: "  schedrl sim --nodes openb_node_list_gpu_node.csv --pods openb_pod_list_default.csv --policy fgd --out curve.csv --json\n" +
-			"  schedrl sim --policy fgd --pods default.csv,gpushare40.csv --seeds 42-46 --log-dir runs/logs",
+		Example: "  schedrl sim --nodes data/openb/openb_node_list_gpu_node.csv --pods data/openb/openb_pod_list_default.csv --policy fgd --out curve.csv --json\n" +
+			"  schedrl sim --policy fgd --pods data/openb/openb_pod_list_default.csv,data/openb/openb_pod_list_gpushare40.csv --seeds 42-46 --log-dir runs/logs",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)

@@ -37,18 +37,21 @@ const (
 // Config is the trigger, the budget and the migration cost.
 type Config struct {
 	// Trigger is TriggerQueue ("" too) or TriggerPeriodic.
-	Trigger string
+	Trigger string `json:"trigger,omitempty"`
 	// Every is the time between checks (Δt, seconds); HeadWait (T, seconds) is how long the
 	// queue head must have waited at a check for the defragmenter to act (0: act at every check;
 	// the periodic trigger ignores it).
-	Every, HeadWait float64
+	Every    float64 `json:"every_s"`
+	HeadWait float64 `json:"head_wait_s"`
 	// Budget is the most migrations per invocation; CapPerHour the most started in any hour.
-	Budget, CapPerHour int
+	Budget     int `json:"budget"`
+	CapPerHour int `json:"cap_per_hour"`
 	// DowntimeBase + DowntimePerGPU x GPU share is a migration's downtime (seconds).
-	DowntimeBase, DowntimePerGPU float64
+	DowntimeBase   float64 `json:"downtime_base_s"`
+	DowntimePerGPU float64 `json:"downtime_per_gpu_s"`
 	// UtilThreshold, when > 0, lets a migration move a task only off a node whose GPU
 	// allocation (at the invocation) is under it: DRR's utilisation threshold.
-	UtilThreshold float64
+	UtilThreshold float64 `json:"util_threshold"`
 }
 
 // DRR's published rescheduling flags (IntelligentDDS/Defrag): every 3,600 s, at most 5 jobs,

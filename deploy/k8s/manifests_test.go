@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/schedrl/schedrl/internal/testcert"
 	"github.com/schedrl/schedrl/internal/testserver"
 )
 
@@ -135,8 +136,22 @@ func TestManifestsApplyWithServerSideDryRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// In the cluster the client is the pod's service account; here, the test API server.
-	local := schedulerConfig + "clientConnection:\n  kubeconfig: " + kubeconfig + "\n"
+	// In the cluster the client is the pod's service account; here, the test API server. The
+	// extender's tlsConfig files (a mounted Secret there) are certificates made here, so the
+	// scheduler builds its TLS client from them.
+	ca := testcert.NewCA(t, "schedrl")
+	cert, key := ca.Client(t, "schedrl-scheduler")
+	tlsDir := t.TempDir()
+	for name, from := range map[string]string{"ca.crt": ca.File, "tls.crt": cert, "tls.key": key} {
+		data, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tlsDir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	local := strings.ReplaceAll(schedulerConfig, "/etc/schedrl-tls/", tlsDir+"/") + "clientConnection:\n  kubeconfig: " + kubeconfig + "\n"
 	if err := os.WriteFile(cfg, []byte(local), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -278,9 +278,12 @@ current-context: test
 
 // Extender is how kube-scheduler calls a scheduler extender.
 type Extender struct {
-	URL       string // http://127.0.0.1:PORT
+	URL       string // http://127.0.0.1:PORT, or https:// with TLS
 	Ignorable bool   // schedule without it when it cannot be reached
 	Timeout   time.Duration
+	// TLS, when CAFile is set: enableHTTPS with a tlsConfig that verifies the extender's
+	// certificate against CAFile and, with CertFile and KeyFile, presents a client certificate.
+	CAFile, CertFile, KeyFile string
 }
 
 // StartScheduler starts kube-scheduler with a KubeSchedulerConfiguration that scores every
@@ -321,6 +324,14 @@ percentageOfNodesToScore: 100
   ignorable: %t
   httpTimeout: %s
 `, ext.URL, ext.Ignorable, ext.Timeout)
+		if ext.CAFile != "" {
+			cfg += fmt.Sprintf(`  enableHTTPS: true
+  tlsConfig:
+    caFile: %s
+    certFile: %s
+    keyFile: %s
+`, ext.CAFile, ext.CertFile, ext.KeyFile)
+		}
 	}
 	path := filepath.Join(k.Dir, "scheduler.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {

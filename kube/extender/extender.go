@@ -13,6 +13,7 @@ package extender
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,7 +44,9 @@ type Options struct {
 	Model string
 	// APITimeout bounds each call to the API server (default 10 s).
 	APITimeout time.Duration
-	Log        *slog.Logger
+	// MaxBody bounds a request's body (default DefaultMaxBody); a larger one gets 413.
+	MaxBody int64
+	Log     *slog.Logger
 }
 
 // Server answers the extender verbs on /filter, /prioritize and /bind, with /healthz and
@@ -67,6 +70,9 @@ func New(opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultMaxBody
+	}
 	s := &Server{opts: opts, rng: sim.RNG(opts.Seed, sim.StreamPolicy), reg: prometheus.NewRegistry()}
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schedrl_extender_decisions_total",
 		Help: "Extender answers by verb and result (placed, unschedulable, malformed, bound, error)."}, []string{"verb", "result"})
@@ -84,12 +90,27 @@ func New(opts Options) *Server {
 // Metrics is the server's metric registry (served on /metrics).
 func (s *Server) Metrics() *prometheus.Registry { return s.reg }
 
-// Handler routes the extender's endpoints.
-func (s *Server) Handler() http.Handler {
+// Handler routes the extender's endpoints, /metrics included.
+func (s *Server) Handler() http.Handler { return s.HandlerFor(Routes{Metrics: true}) }
+
+// Routes choose what HandlerFor serves beside the verbs and /healthz.
+type Routes struct {
+	Metrics bool // /metrics too (false: served on its own address, MetricsHandler)
+	// VerifiedClients answers the verbs only over TLS with a client certificate the server's
+	// client CA verified (the scheduler's); others get 401.
+	VerifiedClients bool
+}
+
+// HandlerFor routes the verbs, /healthz and, with r.Metrics, /metrics.
+func (s *Server) HandlerFor(r Routes) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /filter", s.verb("filter", s.filter))
-	mux.Handle("POST /prioritize", s.verb("prioritize", s.prioritize))
-	mux.Handle("POST /bind", s.verb("bind", s.bind))
+	for name, f := range map[string]func(context.Context, []byte) (any, string){"filter": s.filter, "prioritize": s.prioritize, "bind": s.bind} {
+		h := s.verb(name, f)
+		if r.VerifiedClients {
+			h = verifiedOnly(h)
+		}
+		mux.Handle("POST /"+name, h)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.opts.Mirror.Synced() {
 			http.Error(w, "informers not synced", http.StatusServiceUnavailable)
@@ -97,20 +118,40 @@ func (s *Server) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	if r.Metrics {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{}))
+	}
 	return mux
 }
 
-// maxBody bounds a request body: ExtenderArgs with full Node objects of a few thousand nodes.
-const maxBody = 64 << 20
+// verifiedOnly refuses a request without a verified client certificate.
+func verifiedOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "schedrl: a client certificate signed by --tls-client-ca-file is required", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// DefaultMaxBody bounds a request body unless Options.MaxBody says otherwise: ExtenderArgs
+// with full Node objects of a few thousand nodes.
+const DefaultMaxBody = 64 << 20
 
 // verb decodes the request into a fresh value, answers, and records result and latency.
 func (s *Server) verb(name string, f func(ctx context.Context, body []byte) (any, string)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBody))
 		var out any
 		result := "error"
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			// An error status, not a 200 with Error set: the sender learns it before parsing.
+			http.Error(w, fmt.Sprintf("schedrl: request body over %d bytes", tooBig.Limit), http.StatusRequestEntityTooLarge)
+			s.decided.WithLabelValues(name, "too-large").Inc()
+			return
+		}
 		if err != nil {
 			out = map[string]string{"Error": "schedrl: read request: " + err.Error()}
 		} else {
