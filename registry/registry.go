@@ -338,9 +338,16 @@ var pipelineConfigs = map[string]string{
 	"maifs":     "configs/maifs.yaml",
 }
 
+// PipelineConfig is the config whose pipeline publishes model, when it is one of the
+// repository's pipelines' models.
+func PipelineConfig(model string) (string, bool) {
+	cfg, ok := pipelineConfigs[model]
+	return cfg, ok
+}
+
 // Hint says what publishes model when it is one of the pipelines' models ("" otherwise).
 func (r *Registry) Hint(model string) string {
-	if cfg, ok := pipelineConfigs[model]; ok {
+	if cfg, ok := PipelineConfig(model); ok {
 		return fmt.Sprintf(" (its pipeline has not published yet: run `make pipeline CONFIG=%s` first)", cfg)
 	}
 	return ""
