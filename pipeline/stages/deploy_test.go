@@ -10,10 +10,11 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 )
 
-// TestRetrainDeployments checks that the CI workflow and the Kubernetes CronJob run the
-// production config with make pipeline, and that every SCHEDRL_* variable the workflow sets
-// is a registry key that takes effect over configs/production.yaml (a misspelt variable would
-// otherwise be ignored, and the job would publish to the local fallback store).
+// TestRetrainDeployments checks that the CI workflow (make pipeline) and the Kubernetes CronJob
+// (the image's schedrl pipeline run) run the production config, and that every SCHEDRL_*
+// variable the workflow sets is a registry key that takes effect over configs/production.yaml
+// (a misspelt variable would otherwise be ignored, and the job would publish to the local
+// fallback store).
 func TestRetrainDeployments(t *testing.T) {
 	var wf struct {
 		On   map[string]any `yaml:"on"`
@@ -99,8 +100,8 @@ func TestRetrainDeployments(t *testing.T) {
 		kinds[doc["kind"].(string)] = doc
 	}
 	cm, ok := kinds["ConfigMap"]["data"].(map[string]any)
-	if !ok || cm["CONFIG"] != "configs/production.yaml" {
-		t.Errorf("ConfigMap CONFIG = %v", cm["CONFIG"])
+	if !ok || cm["RETRAIN_CONFIG"] != "configs/production.yaml" {
+		t.Errorf("ConfigMap RETRAIN_CONFIG = %v", cm["RETRAIN_CONFIG"])
 	}
 	cron, ok := kinds["CronJob"]
 	if !ok {
@@ -109,7 +110,7 @@ func TestRetrainDeployments(t *testing.T) {
 	if cron["spec"].(map[string]any)["concurrencyPolicy"] != "Forbid" {
 		t.Error("CronJob allows concurrent runs")
 	}
-	for _, want := range []string{`make pipeline CONFIG="$CONFIG"`, "secretRef:", "persistentVolumeClaim:"} {
+	for _, want := range []string{`args: ["pipeline", "run", "--config", "$(RETRAIN_CONFIG)"]`, "secretRef:", "persistentVolumeClaim:"} {
 		if !strings.Contains(string(data), want) {
 			t.Errorf("retrain-cronjob.yaml lacks %q", want)
 		}
