@@ -62,7 +62,12 @@ func TestDefragOnlinePeriodicJSON(t *testing.T) {
 			Burst      map[string]float64 `json:"burst_queue_delay"`
 			Migrations int                `json:"migrations"`
 			Downtime   float64            `json:"downtime_s"`
-			Online     struct{ Every, Budget, CapPerHour, UtilThreshold float64 }
+			Online     struct {
+				Every         float64 `json:"every_s"`
+				Budget        float64 `json:"budget"`
+				CapPerHour    float64 `json:"cap_per_hour"`
+				UtilThreshold float64 `json:"util_threshold"`
+			}
 		}
 		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 			t.Fatal(err)
