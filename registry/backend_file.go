@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
+	"time"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
 )
@@ -72,11 +74,67 @@ func (b *fileBackend) Get(_ context.Context, key string) (io.ReadCloser, error) 
 	return f, err
 }
 
+// Delete removes key and then the folders it leaves empty, so that a removed version folder
+// does not keep its number taken.
 func (b *fileBackend) Delete(_ context.Context, key string) error {
 	if err := os.Remove(b.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
+	b.removeEmptyParents(b.path(key))
 	return nil
+}
+
+// removeEmptyParents removes the folders above path up to the root while they are empty; a
+// folder that is not empty (or was just refilled by a writer) stays.
+func (b *fileBackend) removeEmptyParents(path string) {
+	for dir := filepath.Dir(path); dir != b.root && strings.HasPrefix(dir, b.root+string(filepath.Separator)); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			return
+		}
+	}
+}
+
+// removeTemps removes the hidden temporaries older than olderThan under prefix: what a
+// writer killed mid-write leaves (a live writer's temporary is younger).
+func (b *fileBackend) removeTemps(prefix string, olderThan time.Duration, dryRun bool) ([]string, error) {
+	var found []string
+	err := filepath.WalkDir(b.path(prefix), func(path string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if !atomicfile.IsTemp(d.Name()) {
+			return nil
+		}
+		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if time.Since(info.ModTime()) < olderThan {
+			return nil
+		}
+		found = append(found, path)
+		if dryRun {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if err := os.RemoveAll(path); err != nil {
+			return err
+		}
+		b.removeEmptyParents(path)
+		if d.IsDir() {
+			return fs.SkipDir
+		}
+		return nil
+	})
+	return found, err
 }
 
 func (b *fileBackend) List(_ context.Context, prefix string) ([]string, error) {

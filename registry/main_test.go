@@ -30,6 +30,9 @@ var (
 const testToken = "tok-9f2c1d7e55aa" // sent to MLflow as a bearer token; must never be shown
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		childPublish()
+	}
 	os.Exit(run(m))
 }
 

@@ -4,8 +4,10 @@
 // web page to browse it all.
 //
 // Layout under the store: models/NAME/N/{model.ot,report/...,manifest.json} for version N,
-// models/NAME/N/.claim (who took number N), models/NAME/aliases/ALIAS.json. A version exists
-// once its manifest.json exists; the manifest is always written last.
+// models/NAME/N/.claim (who took number N, written first), models/NAME/aliases/ALIAS.json. A
+// version exists once its manifest.json exists; the manifest is always written last. A number
+// whose manifest never came (a publish killed mid-upload) is removed, claim and objects, once
+// its claim is older than StaleAge (by the next publish or by GC), and taken again.
 package registry
 
 import (
@@ -34,7 +36,10 @@ type Registry struct {
 	experiment string
 	log        *slog.Logger
 
-	beforeManifest func() // test hook: runs after the files are uploaded, before the manifest
+	staleAge time.Duration // unfinished publishes older than this are removed (StaleAge)
+
+	beforeManifest func()                                  // test hook: runs after the files are uploaded, before the manifest
+	uploadReader   func(key string, r io.Reader) io.Reader // test hook: wraps each uploaded file
 }
 
 // Version is one published checkpoint version.
@@ -63,7 +68,7 @@ func Open(cfg config.RegistryConfig, log *slog.Logger) (*Registry, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Registry{store: store, experiment: cfg.Tracking.Experiment, log: log}
+	r := &Registry{store: store, experiment: cfg.Tracking.Experiment, log: log, staleAge: StaleAge}
 	if cfg.Tracking.URI != "" {
 		r.mirror = mlflow.New(cfg.Tracking, log)
 	}
