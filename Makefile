@@ -22,7 +22,7 @@ DEPS := $(CURDIR)/.deps
 TORCH_ENV := GOWORK=$(DEPS)/go.work CGO_ENABLED=1
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
-LDFLAGS := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+LDFLAGS := $(foreach v,main.revision github.com/schedrl/schedrl/pipeline.revision,-X $(v)=$(REVISION)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty)) -X main.version=$(VERSION)
 
 .PHONY: setup torch build image test test-nocgo test-all pipeline bench lint env clean fidelity
 

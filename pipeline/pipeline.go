@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -237,7 +238,7 @@ func (r *runner) stage(ctx context.Context, i int, s Stage, inputs []Output, for
 		label = fmt.Sprintf("[%d/%d] %s", i+1, len(r.p.stages), s.Name())
 	}
 	prog := newProgress(r.o.Terminal, r.o.ProgressOut, r.o.Log, label)
-	res, err := s.Run(ctx, Env{Inputs: in, OutDir: outDir, Resumed: resumed, Progress: prog, Terminal: r.o.Terminal, Log: log})
+	res, err := s.Run(ctx, Env{Inputs: in, Upstream: maps.Clone(r.outputs), OutDir: outDir, Resumed: resumed, Progress: prog, Terminal: r.o.Terminal, Log: log})
 	prog.finish()
 	sr.Seconds = time.Since(start).Seconds()
 	if err != nil {

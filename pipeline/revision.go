@@ -6,6 +6,20 @@ import (
 	"runtime/debug"
 )
 
+// revision is the git revision the binary was built from, set by the Makefile's LDFLAGS
+// (-X github.com/schedrl/schedrl/pipeline.revision=REV, REV ending in "-dirty" when the tree
+// had uncommitted changes).
+var revision string
+
+// BuildRevision is the code revision a registry version records: the build's git revision,
+// or "unknown" for a binary not built by the Makefile (go test, go run).
+func BuildRevision() string {
+	if revision == "" {
+		return "unknown"
+	}
+	return revision
+}
+
 // CodeRevision names the code that runs, for stage keys: the VCS revision when the binary was
 // built from a clean checkout with VCS stamping, otherwise the sha256 of the executable itself
 // (Go builds are reproducible, so the same source gives the same hash, and any change gives a

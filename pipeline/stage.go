@@ -45,6 +45,7 @@ type External interface {
 // Env is what a stage run is handed.
 type Env struct {
 	Inputs   map[string]Output // upstream outputs by stage name
+	Upstream map[string]Output // every output of the run complete so far, by stage: lineage
 	OutDir   string            // write the output here; committed after Run succeeds
 	Resumed  bool              // OutDir holds an interrupted run's partial output
 	Progress Progress

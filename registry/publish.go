@@ -157,7 +157,7 @@ func (r *Registry) holdsClaim(ctx context.Context, model string, n int, digest s
 	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("%s: %w (removed as older than %v; publish again)", r.store.URI(versionPrefix(model, n)+claimFile), ErrClaimLost, r.staleAge)
 	case err != nil:
-		return err
+		return fmt.Errorf("before %s: check the claim: %w", r.store.URI(versionPrefix(model, n)+checkpoint.ManifestFile), err)
 	case c.Digest != digest:
 		return fmt.Errorf("%s: %w by another checkpoint (pid %d on %s; publish again)", r.store.URI(versionPrefix(model, n)+claimFile), ErrClaimLost, c.PID, c.Host)
 	}

@@ -36,7 +36,8 @@ type Registry struct {
 	experiment string
 	log        *slog.Logger
 
-	staleAge time.Duration // unfinished publishes older than this are removed (StaleAge)
+	staleAge      time.Duration // unfinished publishes older than this are removed (StaleAge)
+	serveTimeouts ServeTimeouts // of Serve's HTTP server (DefaultServeTimeouts)
 
 	beforeManifest func()                                  // test hook: runs after the files are uploaded, before the manifest
 	uploadReader   func(key string, r io.Reader) io.Reader // test hook: wraps each uploaded file
@@ -68,7 +69,7 @@ func Open(cfg config.RegistryConfig, log *slog.Logger) (*Registry, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	r := &Registry{store: store, experiment: cfg.Tracking.Experiment, log: log, staleAge: StaleAge}
+	r := &Registry{store: store, experiment: cfg.Tracking.Experiment, log: log, staleAge: StaleAge, serveTimeouts: DefaultServeTimeouts}
 	if cfg.Tracking.URI != "" {
 		r.mirror = mlflow.New(cfg.Tracking, log)
 	}

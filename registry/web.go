@@ -40,14 +40,36 @@ type pageVersion struct {
 	Plots  []string // URLs of report PNGs
 }
 
+// ServeTimeouts bound what one client can hold of the registry's web server: a client that
+// sends its request slowly, or reads the answer slowly, or keeps an idle connection open, is
+// cut off.
+type ServeTimeouts struct {
+	ReadHeader time.Duration // the request's line and headers
+	Read       time.Duration // the whole request, body included
+	Write      time.Duration // from the end of the request's headers to the end of the answer
+	Idle       time.Duration // an open keep-alive connection between requests
+}
+
+// DefaultServeTimeouts are documented in docs/deploy.md; the page of a large store is built
+// within seconds, and report plots are small.
+var DefaultServeTimeouts = ServeTimeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 60 * time.Second, Idle: 120 * time.Second}
+
 // Serve serves Handler on addr until ctx ends; ready, if not nil, gets the bound address
-// (useful with port 0).
+// (useful with port 0). The store must exist and answer: a server on a mistyped or
+// unreachable store fails at start, not on its first page.
 func (r *Registry) Serve(ctx context.Context, addr string, ready func(net.Addr)) error {
+	check, cancel := context.WithTimeout(ctx, time.Minute)
+	_, err := r.Models(check)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("registry serve: %w", err)
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("registry serve: %w", err)
 	}
-	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	t := r.serveTimeouts
+	srv := &http.Server{Handler: r.Handler(), ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +31,8 @@ func newRegistryCmd() *cobra.Command {
 	reg.PersistentFlags().String("store", "", "store URL, file://DIR or s3://BUCKET/PREFIX (default: registry.store)")
 	config.AddFlags(reg.PersistentFlags(), "")
 	reg.AddCommand(newRegistryPublishCmd(nil), newRegistryListCmd(nil), newRegistryShowCmd(nil), newRegistryPullCmd(nil),
-		newRegistryPromoteCmd(nil), newRegistryDiffCmd(nil), newRegistrySyncCmd(nil), newRegistryServeCmd(nil))
+		newRegistryPromoteCmd(nil), newRegistryDiffCmd(nil), newRegistrySyncCmd(nil), newRegistryServeCmd(nil),
+		newRegistryGCCmd(nil))
 	return reg
 }
 
@@ -147,16 +149,16 @@ func runRegistryList(ctx context.Context, opts *registryListOptions) error {
 		}
 	}
 	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "VERSION\tCREATED\tALIASES\tMETRICS\tDATASET\tCODE")
+	fmt.Fprintln(w, "VERSION\tCREATED\tALIASES\tMETRICS\tDATASET\tCONFIG\tCODE")
 	for _, m := range models {
 		versions, err := r.Versions(ctx, m)
 		if err != nil {
 			return err
 		}
 		for _, v := range versions {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), v.Manifest.Created.Format("2006-01-02 15:04"),
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", v.Ref(), v.Manifest.Created.Format("2006-01-02 15:04"),
 				dash(strings.Join(v.Aliases, ",")), dash(metricList(v.Manifest.Metrics)),
-				dash(short(v.Manifest.DatasetHash)), dash(short(v.Manifest.CodeRevision)))
+				dash(short(v.Manifest.DatasetHash)), dash(short(v.Manifest.ConfigHash)), dash(shortRevision(v.Manifest.CodeRevision)))
 		}
 	}
 	return w.Flush()
@@ -330,11 +332,29 @@ func runRegistryDiff(ctx context.Context, opts *registryRefsOptions) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(opts.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "FIELD\t%s\t%s\tDELTA\n", a.Ref(), b.Ref())
+	fmt.Fprintf(w, "FIELD\t%s\t%s\tDELTA\n", clip(a.Ref(), diffCell), clip(b.Ref(), diffCell))
 	for _, c := range changes {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Field, dash(c.A), dash(c.B), c.Delta)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", clip(c.Field, diffField), clip(dash(c.A), diffCell), clip(dash(c.B), diffCell), c.Delta)
 	}
 	return w.Flush()
+}
+
+// A diff row fits in 160 columns: a field of at most 40, two values of at most 44 (a sha256
+// or a code revision shows its head and tail), a delta of at most 16 ("%+.6g"), and the gaps.
+const (
+	diffField = 40
+	diffCell  = 44
+)
+
+// clip shortens s to n runes by replacing its middle with "…", keeping both ends: two
+// hashes or lists that differ still show where.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := (n - 1) / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(n-1-head):])
 }
 
 func newRegistrySyncCmd(runF func(context.Context, *registryIO) error) *cobra.Command {
@@ -378,7 +398,11 @@ func newRegistryServeCmd(runF func(context.Context, *registryServeOptions) error
 	cmd := &cobra.Command{
 		Use:   "serve [--addr 127.0.0.1:8080]",
 		Short: "Serve a web page listing models, versions, metrics, lineage and report plots",
-		Args:  cobra.NoArgs,
+		Long: "Serve a web page listing models, versions, metrics, lineage and report plots. The store must\n" +
+			"exist and answer at start. A client gets 10 s for its request's headers and 30 s for the whole\n" +
+			"request, the answer must be sent within 60 s, and an idle connection is closed after 120 s\n" +
+			"(docs/deploy.md, \"Running it safely\").",
+		Args: cobra.NoArgs,
 	}
 	// No deadline: a server runs until it is interrupted.
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
@@ -389,6 +413,64 @@ func newRegistryServeCmd(runF func(context.Context, *registryServeOptions) error
 	}
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:8080", "listen address")
 	return cmd
+}
+
+type registryGCOptions struct {
+	registryIO
+	OlderThan time.Duration
+	DryRun    bool
+}
+
+func newRegistryGCCmd(runF func(context.Context, *registryGCOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runRegistryGC
+	}
+	opts := &registryGCOptions{}
+	var args []string
+	cmd := &cobra.Command{
+		Use:   "gc [--dry-run] [--older-than 1h]",
+		Short: "Remove what killed publishes left: unfinished versions' claims and objects, temporaries",
+		Long: "A publish claims its version number first and writes the manifest last. One that was killed\n" +
+			"leaves the claim, the files it uploaded and, in a file:// store, hidden temporaries. gc removes\n" +
+			"those older than --older-than (a live publish's are younger), and the number is taken again.\n" +
+			"Every publish does the same for its own model first.",
+		Example: "  schedrl registry gc --dry-run",
+		Args:    cobra.NoArgs,
+	}
+	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, runF)
+	cmd.Flags().DurationVar(&opts.OlderThan, "older-than", registry.StaleAge, "remove unfinished publishes claimed longer ago than this")
+	cmd.Flags().BoolVar(&opts.DryRun, "dry-run", false, "list what would be removed, remove nothing")
+	return cmd
+}
+
+func runRegistryGC(ctx context.Context, opts *registryGCOptions) error {
+	if opts.OlderThan < 0 {
+		return fmt.Errorf("--older-than: %v is negative", opts.OlderThan)
+	}
+	r, err := opts.open()
+	if err != nil {
+		return err
+	}
+	garbage, temps, err := r.GC(ctx, opts.OlderThan, opts.DryRun)
+	verb := "removed"
+	if opts.DryRun {
+		verb = "would remove"
+	}
+	for _, g := range garbage {
+		who := "no readable claim"
+		if !g.Claimed.IsZero() {
+			who = fmt.Sprintf("claimed %s by pid %d on %s", g.Claimed.Format(time.RFC3339), g.PID, g.Host)
+		}
+		fmt.Fprintf(opts.Out, "%s %s: unfinished publish, %d objects (%s)  %s\n", verb, g.Ref, g.Objects, who, g.URI)
+	}
+	for _, p := range temps {
+		fmt.Fprintf(opts.Out, "%s temporary %s\n", verb, p)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.Out, "%d unfinished publishes, %d temporaries older than %v\n", len(garbage), len(temps), opts.OlderThan)
+	return nil
 }
 
 func runRegistryServe(ctx context.Context, opts *registryServeOptions) error {
@@ -408,6 +490,14 @@ func metricList(m map[string]float64) string {
 }
 
 func short(s string) string { return s[:min(len(s), 12)] }
+
+// shortRevision is a code revision's first 12 characters, keeping a "-dirty" mark.
+func shortRevision(s string) string {
+	if base, dirty := strings.CutSuffix(s, "-dirty"); dirty {
+		return short(base) + "-dirty"
+	}
+	return short(s)
+}
 
 func dash(s string) string {
 	if s == "" {

@@ -2,6 +2,8 @@ package stages
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,11 +24,12 @@ import (
 // publishStage publishes the fine-tuned checkpoint with its eval report as a registry version
 // and applies the champion gate.
 type publishStage struct {
-	reg   *registry.Registry
-	store string // the registry's store, for messages
-	model string
-	gate  config.GateConfig
-	key   publishKey
+	reg        *registry.Registry
+	store      string // the registry's store, for messages
+	model      string
+	gate       config.GateConfig
+	key        publishKey
+	configHash string // the version's config_hash: configHash(cfg)
 }
 
 type publishKey struct {
@@ -50,8 +53,43 @@ func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, erro
 	if err := checkGate(cfg); err != nil {
 		return nil, err
 	}
+	ch, err := configHash(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &publishStage{reg: reg, store: cfg.Registry.Store, model: cfg.Pipeline.Model, gate: cfg.Pipeline.Gate,
-		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}}, nil
+		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}, configHash: ch}, nil
+}
+
+// configHash is the sha256 of the pipeline's config as JSON with the registry section left
+// out: where a version is published, and with which credentials, does not make it.
+func configHash(cfg config.Config) (string, error) {
+	cfg.Registry = config.RegistryConfig{}
+	data, err := json.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("publish: hash the config: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// lineage is what a published version records of how it was made, where the fine-tuned
+// checkpoint does not say: the dataset behaviour cloning read (the pretrained checkpoint's
+// dataset_hash, else the datasets stage's content hash), the pipeline's config hash, and the
+// build's code revision.
+func (s *publishStage) lineage(env pipeline.Env) (checkpoint.Manifest, error) {
+	lin := checkpoint.Manifest{ConfigHash: s.configHash, CodeRevision: pipeline.BuildRevision()}
+	if pre, ok := env.Upstream["pretrain"]; ok {
+		m, err := checkpoint.Read(checkpointDir(pre.Dir))
+		if err != nil {
+			return lin, fmt.Errorf("lineage: %w", err)
+		}
+		lin.DatasetHash = m.DatasetHash
+	}
+	if ds, ok := env.Upstream["datasets"]; ok && lin.DatasetHash == "" {
+		lin.DatasetHash = ds.Hash
+	}
+	return lin, nil
 }
 
 // checkGate refuses, before any work, a gate whose metrics the eval stage's report does not
@@ -114,7 +152,11 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		return pipeline.Result{}, err
 	}
 	defer os.RemoveAll(version)
-	if err := assembleVersion(version, checkpointDir(env.Inputs["finetune"].Dir), evalDir, m, roles.Candidate); err != nil {
+	lin, err := s.lineage(env)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	if err := assembleVersion(version, checkpointDir(env.Inputs["finetune"].Dir), evalDir, m, roles.Candidate, lin); err != nil {
 		return pipeline.Result{}, err
 	}
 	v, err := s.reg.Publish(ctx, s.model, version)
@@ -175,12 +217,22 @@ func (s *publishStage) Missing(ctx context.Context, out pipeline.Output) (string
 
 // assembleVersion lays out a registry version in dir: the checkpoint's files, the eval
 // report under report/, and the checkpoint's manifest with the candidate's eval means added
-// as eval_MEASURE_WORKLOAD (its creation time kept, so the same checkpoint and eval always give
-// the same digest).
-func assembleVersion(dir, ckptDir, evalDir string, m eval.Report, candidate string) error {
+// as eval_MEASURE_WORKLOAD and lin's lineage fields where the checkpoint has none (its creation
+// time kept, so the same checkpoint and eval always give the same digest).
+func assembleVersion(dir, ckptDir, evalDir string, m eval.Report, candidate string, lin checkpoint.Manifest) error {
 	man, err := checkpoint.Read(ckptDir)
 	if err != nil {
 		return err
+	}
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&man.DatasetHash, lin.DatasetHash}, {&man.ConfigHash, lin.ConfigHash}, {&man.CodeRevision, lin.CodeRevision},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.src
+		}
 	}
 	for _, f := range man.Files {
 		dst := filepath.Join(dir, filepath.FromSlash(f.Path))

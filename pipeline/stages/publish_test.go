@@ -126,6 +126,14 @@ func testPublishGate(t *testing.T, cfg config.Config) (pipeline.External, string
 		t.Fatal(err)
 	}
 
+	// The pretrained checkpoint that fine-tuning started from names the dataset.
+	pretrained := t.TempDir()
+	if err := os.WriteFile(filepath.Join(pretrained, checkpoint.ModelFile), []byte("pretrained"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := checkpoint.Write(pretrained, checkpoint.Manifest{Model: "test-net", Env: "placement", DatasetHash: "ds-of-pretrain"}); err != nil {
+		t.Fatal(err)
+	}
 	publish := func(weights, candidate, champion string) (Published, pipeline.Result) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(cfg.Eval.Out, evalPoliciesFile),
@@ -142,8 +150,9 @@ func testPublishGate(t *testing.T, cfg config.Config) (pipeline.External, string
 		}
 		out := t.TempDir()
 		res, err := stage.Run(context.Background(), pipeline.Env{
-			Inputs: map[string]pipeline.Output{"finetune": {Dir: ckpt}, "eval": {Dir: cfg.Eval.Out}},
-			OutDir: out, Log: quiet,
+			Inputs:   map[string]pipeline.Output{"finetune": {Dir: ckpt}, "eval": {Dir: cfg.Eval.Out}},
+			Upstream: map[string]pipeline.Output{"pretrain": {Dir: pretrained}, "finetune": {Dir: ckpt}, "eval": {Dir: cfg.Eval.Out}},
+			OutDir:   out, Log: quiet,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -175,6 +184,11 @@ func testPublishGate(t *testing.T, cfg config.Config) (pipeline.External, string
 	champ, err := reg.Resolve(context.Background(), "placement@champion")
 	if err != nil || champ.Number != 1 {
 		t.Fatalf("champion is %v (%v), want version 1", champ.Ref(), err)
+	}
+	// The version records its lineage (issue 34): the pretrained checkpoint's dataset, the
+	// pipeline config's hash, and the code revision ("unknown": go test does not link one).
+	if m := champ.Manifest; m.DatasetHash != "ds-of-pretrain" || len(m.ConfigHash) != 64 || m.CodeRevision != "unknown" {
+		t.Errorf("version lineage: dataset %q, config %q, code %q; want ds-of-pretrain, a sha256, unknown", m.DatasetHash, m.ConfigHash, m.CodeRevision)
 	}
 	// The version carries the report and the candidate's eval metrics.
 	if _, ok := champ.Manifest.Metrics["eval_alloc_gpu_pct_130_gpushare40"]; !ok {
