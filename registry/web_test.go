@@ -59,7 +59,7 @@ func servePopulated(t *testing.T) string {
 func TestPageServesVersionsAndPlots(t *testing.T) {
 	url := servePopulated(t)
 	page := get(t, url)
-	for _, want := range []string{`id="web-model@1"`, `id="web-model@2"`, `class="alias">champion`, "ds0002", "frag_reduction", `class="mono parent">web-model@1<`} {
+	for _, want := range []string{`id="web-model@1"`, `id="web-model@2"`, `class="alias">champion`, "ds0002", `class="mono config">cfg01<`, `class="mono code">rev2<`, "frag_reduction", `class="mono parent">web-model@1<`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
