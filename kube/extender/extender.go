@@ -270,7 +270,7 @@ func (s *Server) filter(_ context.Context, body []byte) (any, string) {
 			if err := tx.Assume(pod, task, ch); err != nil {
 				return fmt.Errorf("placer %s chose an infeasible placement: %w", s.placer.Name(), err)
 			}
-			s.shadow.offer(before, task, ch, s.model, took)
+			s.shadow.offer(before, c.ID(), task, ch, s.model, took)
 		}
 		node := c.Node(ch.Node).Name
 		if !slices.Contains(names, node) {

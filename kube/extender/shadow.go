@@ -43,10 +43,15 @@ type shadow struct {
 
 	decisions *prometheus.CounterVec
 	agreement prometheus.Gauge
-	fragDiff  prometheus.Counter
+	fragDiff  prometheus.Gauge
 	fragMean  prometheus.Gauge
 	latency   *prometheus.SummaryVec
 
+	// Worker-only: the candidate's own cluster, kept in step with the mirror's so a placer
+	// that carries state across decisions on one cluster (the network's arrival count) sees
+	// one cluster as the serving placer does; src is the mirror cluster it follows.
+	own *sim.Cluster
+	src uint64
 	// Worker-only running totals behind the gauges.
 	agree, compared, both int
 	diffSum               float64
@@ -59,6 +64,7 @@ type shadowJob struct {
 	pod     string
 	task    sim.Task
 	c       *sim.Cluster
+	src     uint64 // the mirror cluster c copies
 	serving sim.Choice
 	model   string
 	latency time.Duration
@@ -79,7 +85,7 @@ func newShadow(o ShadowOptions, reg *prometheus.Registry) *shadow {
 		Help: "Shadowed questions by result: agree, disagree, unplaced (the shadow found no place), dropped (queue full)."}, []string{"result"})
 	s.agreement = prometheus.NewGauge(prometheus.GaugeOpts{Name: ShadowMetric + "agreement",
 		Help: "Share of shadowed pods the shadow placed on the same node and GPUs as the serving model."})
-	s.fragDiff = prometheus.NewCounter(prometheus.CounterOpts{Name: ShadowMetric + "frag_difference_sum",
+	s.fragDiff = prometheus.NewGauge(prometheus.GaugeOpts{Name: ShadowMetric + "frag_difference_sum",
 		Help: "Sum over shadowed pods of the shadow's minus the serving model's fragment change, milli-GPU (negative: the shadow fragments less)."})
 	s.fragMean = prometheus.NewGauge(prometheus.GaugeOpts{Name: ShadowMetric + "frag_difference_mean",
 		Help: "Mean per pod of the shadow's minus the serving model's fragment change, milli-GPU, over pods both placed."})
@@ -108,12 +114,12 @@ func (s *shadow) copyOf(c *sim.Cluster, took time.Duration) *sim.Cluster {
 
 // offer queues the question asked on c (from copyOf) without waiting. Only the request path
 // sends (under the mirror's lock), so the room copyOf saw is still there.
-func (s *shadow) offer(c *sim.Cluster, t sim.Task, ch sim.Choice, model string, took time.Duration) {
+func (s *shadow) offer(c *sim.Cluster, src uint64, t sim.Task, ch sim.Choice, model string, took time.Duration) {
 	if s == nil || c == nil {
 		return
 	}
 	select {
-	case s.jobs <- shadowJob{at: time.Now(), pod: t.Name, task: t, c: c, serving: ch, model: model, latency: took}:
+	case s.jobs <- shadowJob{at: time.Now(), pod: t.Name, task: t, c: c, src: src, serving: ch, model: model, latency: took}:
 	default:
 		s.decisions.WithLabelValues("dropped").Inc()
 	}
@@ -131,10 +137,35 @@ func (s *shadow) work() {
 	}
 }
 
+// follow brings the candidate's cluster to the question's state: the copy itself when the
+// mirror rebuilt its cluster (as the serving placer then starts afresh), else the differences.
+func (s *shadow) follow(j shadowJob) *sim.Cluster {
+	if s.own == nil || s.src != j.src {
+		s.own, s.src = j.c, j.src
+		return s.own
+	}
+	for _, p := range s.own.Placements() {
+		if q, ok := j.c.Placement(p.Task.Name); !ok || q.Choice != p.Choice {
+			s.own.Remove(p.Task.Name)
+		}
+	}
+	for _, p := range j.c.Placements() {
+		if _, ok := s.own.Placement(p.Task.Name); !ok {
+			if err := s.own.Place(p.Task, p.Choice); err != nil {
+				// Cannot happen when both hold the same tasks; start afresh rather than drift.
+				s.own = j.c
+				return s.own
+			}
+		}
+	}
+	return s.own
+}
+
 // answer asks the candidate, compares, records.
 func (s *shadow) answer(j shadowJob) {
+	c := s.follow(j)
 	start := time.Now()
-	ch, ok := s.opts.Placer.Place(j.c, j.task, s.rng)
+	ch, ok := s.opts.Placer.Place(c, j.task, s.rng)
 	took := time.Since(start)
 	s.latency.WithLabelValues("shadow").Observe(took.Seconds())
 	rec := shadowlog.Record{Time: j.at, Pod: j.pod,
@@ -155,7 +186,7 @@ func (s *shadow) answer(j shadowJob) {
 		d := rec.Shadow.FragDelta - rec.Serving.FragDelta
 		s.both++
 		s.diffSum += d
-		s.fragDiff.Add(d)
+		s.fragDiff.Set(s.diffSum)
 		s.fragMean.Set(s.diffSum / float64(s.both))
 	}
 	s.agreement.Set(float64(s.agree) / float64(s.compared))
