@@ -202,14 +202,12 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 		go func() { defer close(swDone); sw.run(ctx, opts.ModelPoll) }()
 		defer func() { cancel(); <-swDone }()
 	}
-	dlog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
-		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Log)
+	stopLog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
+		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Config.Registry.S3, opts.Log)
 	if err != nil {
 		return err
 	}
-	if dlog != nil {
-		defer dlog.Close()
-	}
+	defer stopLog()
 	return srv.Serve(ctx, opts.Endpoint, func(verbs, metrics net.Addr) {
 		opts.Log.Info("extender serving", "addr", verbs.String(), "tls", opts.TLS(), "client-certs", opts.ClientAuth(),
 			"metrics", metrics, "placer", placer.Name(), "model", label, "shadow", opts.Shadow)

@@ -22,6 +22,7 @@ import (
 	"github.com/schedrl/schedrl/internal/testserver"
 	"github.com/schedrl/schedrl/kube/extender"
 	"github.com/schedrl/schedrl/kube/kubetest"
+	"github.com/schedrl/schedrl/kube/podlog"
 	"github.com/schedrl/schedrl/kube/shadowlog"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/registry"
@@ -170,6 +171,9 @@ func TestServeExtenderShadowAndSwitch(t *testing.T) {
 			ShadowLogBytes: 64 << 10, ModelPoll: 200 * time.Millisecond},
 		Endpoint: extender.Endpoint{Listener: ln}, Model: "placement@champion", Config: cfg, Log: slog.Default(),
 	}
+	spool := t.TempDir()
+	opts.decisionLogFlags = decisionLogFlags{LogDir: "s3://shadow/decisions", LogSpool: spool, LogMaxBytes: 64 << 20,
+		LogMaxAge: time.Hour, LogUploadGap: time.Hour}
 	served := make(chan error, 1)
 	go func() { served <- runServeExtender(ctx, &opts) }()
 	if err := k.StartScheduler(testserver.Extender{URL: "http://" + addr}); err != nil {
@@ -256,6 +260,8 @@ func TestServeExtenderShadowAndSwitch(t *testing.T) {
 		t.Fatalf("serve extender: %v", err)
 	}
 
+	checkUploadedLog(t, cfg, spool)
+
 	// The shadow log, closed, summarised by eval --shadow.
 	if part, _ := filepath.Glob(filepath.Join(shadowDir, "*.part")); len(part) > 0 {
 		t.Errorf("open shadow log files left: %v", part)
@@ -304,5 +310,39 @@ func TestEvalShadowBadInput(t *testing.T) {
 	code, out := inProcess(t, "eval", "--shadow-json", jsonOut)
 	if code == 0 || !strings.Contains(out, "--shadow-json") {
 		t.Errorf("--shadow-json alone: exit %d, %q", code, out)
+	}
+}
+
+// checkUploadedLog: with --log-dir s3://shadow/decisions the extender stopped leaves one
+// decision log in the store, which replays, and nothing in the spool; a bucket that does not
+// exist stops the uploader before it serves, named.
+func checkUploadedLog(t *testing.T, cfg config.Config, spool string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := registry.OpenBackend(config.RegistryConfig{Store: "s3://shadow/decisions", S3: cfg.Registry.S3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := store.List(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) != 1 || !strings.HasPrefix(names[0], "decisions-") {
+		t.Fatalf("store holds %v, want one closed decision log", names)
+	}
+	r, err := store.Get(ctx, names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := podlog.Replay(r); err != nil {
+		t.Fatalf("uploaded %s: %v", names[0], err)
+	}
+	if left, _ := os.ReadDir(spool); len(left) > 0 {
+		t.Errorf("spool keeps %d files after the upload", len(left))
+	}
+	d := decisionLogFlags{LogDir: "s3://no-such-bucket/x", LogSpool: t.TempDir()}
+	if _, err := newLogUploader(ctx, d, cfg.Registry.S3, slog.Default()); err == nil || !strings.Contains(err.Error(), "--log-dir s3://no-such-bucket/x") {
+		t.Errorf("missing bucket: err = %v, want one naming --log-dir", err)
 	}
 }
