@@ -42,7 +42,7 @@ func (s shadowFlags) validate() error {
 	if s.ShadowLog != "" && s.Shadow == "" {
 		return fmt.Errorf("--shadow-log %s needs --shadow", s.ShadowLog)
 	}
-	if s.ShadowQueue <= 0 {
+	if s.Shadow != "" && s.ShadowQueue <= 0 {
 		return fmt.Errorf("--shadow-queue %d: must be positive", s.ShadowQueue)
 	}
 	if s.ModelPoll < 0 {
