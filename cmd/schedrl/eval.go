@@ -23,6 +23,8 @@ type evalOptions struct {
 	Out    io.Writer
 	Config config.Config // eval section with the flags applied
 	Force  bool
+	// Shadow, a glob of the extender's shadow logs, summarises a shadow period instead.
+	Shadow, ShadowJSON string
 }
 
 func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
@@ -47,7 +49,8 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"(tasks, defrag-online: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
 		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
 			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs\n" +
-			"  schedrl eval --timed fungible --servers-gpus 8 --policies synergy-tune/srtf,srtf,ckpt:runs/maifs/bc --baseline synergy-tune/srtf --generate jobs=300,lam=1200,multigpu --seeds 49-58 --out runs/eval-maifs",
+			"  schedrl eval --timed fungible --servers-gpus 8 --policies synergy-tune/srtf,srtf,ckpt:runs/maifs/bc --baseline synergy-tune/srtf --generate jobs=300,lam=1200,multigpu --seeds 49-58 --out runs/eval-maifs\n" +
+			"  schedrl eval --shadow 'shadow/shadow-*.jsonl' --shadow-json shadow-summary.json",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -56,6 +59,12 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			}
 			fl.apply(cmd.Flags(), &cfg.Eval)
 			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			if opts.Shadow != "" {
+				return runEvalShadow(opts)
+			}
+			if opts.ShadowJSON != "" {
+				return fmt.Errorf("--shadow-json %s needs --shadow", opts.ShadowJSON)
+			}
 			return runF(cmd.Context(), opts)
 		},
 	}
@@ -63,7 +72,22 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	config.AddFlags(f, "")
 	fl.add(f)
 	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
+	f.StringVar(&opts.Shadow, "shadow", "", "summarise a shadow period instead: a glob of the extender's --shadow-log files (quote it), e.g. 'shadow/shadow-*.jsonl'")
+	f.StringVar(&opts.ShadowJSON, "shadow-json", "", "with --shadow: also write the summary as JSON to this file")
 	return cmd
+}
+
+// runEvalShadow prints (and with --shadow-json writes) the summary of a shadow period.
+func runEvalShadow(opts *evalOptions) error {
+	s, files, err := eval.ShadowSummary(opts.Shadow)
+	if err != nil {
+		return err
+	}
+	eval.WriteShadowText(opts.Out, s, len(files))
+	if opts.ShadowJSON != "" {
+		return eval.WriteShadowJSON(opts.ShadowJSON, s)
+	}
+	return nil
 }
 
 // evalFlags holds the flags that override the config's eval section.

@@ -20,7 +20,6 @@ import (
 	"github.com/schedrl/schedrl/kube"
 	"github.com/schedrl/schedrl/kube/descheduler"
 	"github.com/schedrl/schedrl/kube/extender"
-	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
@@ -102,6 +101,7 @@ type serveExtenderOptions struct {
 	kubeFlags
 	workloadFlags
 	decisionLogFlags
+	shadowFlags
 	extender.Endpoint
 	MaxBody int64
 	Policy  string
@@ -125,7 +125,8 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 			"Serves /filter, /prioritize, /bind, /healthz and /metrics. See docs/deploy.md.",
 		Example: "  schedrl serve extender --policy fgd --kubeconfig ~/.kube/config\n" +
 			"  schedrl serve extender --model placement@champion --listen :8888 --tls-cert-file tls.crt --tls-key-file tls.key \\\n" +
-			"      --tls-client-ca-file scheduler-ca.crt --metrics-listen :9090",
+			"      --tls-client-ca-file scheduler-ca.crt --metrics-listen :9090\n" +
+			"  schedrl serve extender --model placement@champion --shadow placement@candidate --shadow-log shadow/",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -139,6 +140,7 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 	opts.kubeFlags.add(cmd)
 	opts.workloadFlags.add(cmd, d.Sim)
 	opts.decisionLogFlags.add(cmd)
+	opts.shadowFlags.add(cmd)
 	f := cmd.Flags()
 	f.StringVar(&opts.Listen, "listen", extender.DefaultListen, "address to serve the verbs and /healthz on (loopback unless asked: e.g. :8888 for every interface)")
 	f.StringVar(&opts.MetricsListen, "metrics-listen", "", "address to serve /metrics on, plain HTTP (empty: beside the verbs on --listen)")
@@ -157,11 +159,24 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 	if err := opts.Endpoint.Validate(); err != nil {
 		return err
 	}
-	placer, label, cleanup, err := servePlacer(ctx, opts)
+	if err := opts.shadowFlags.validate(); err != nil {
+		return err
+	}
+	placer, v, cleanup, err := servePlacer(ctx, opts)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
+	label := opts.Policy
+	if opts.Model != "" {
+		label = modelLabel(v)
+	}
+	cleanupServing := cleanup
+	defer func() { cleanupServing() }()
+	shadowOpts, shadowCleanup, err := opts.shadowFlags.options(ctx, opts.Config, opts.Seed, opts.Log)
+	if err != nil {
+		return err
+	}
+	defer shadowCleanup()
 	model, err := opts.workloadFlags.model()
 	if err != nil {
 		return err
@@ -177,18 +192,25 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 		return err
 	}
 	srv := extender.New(extender.Options{Client: client, Mirror: mirror, Placer: placer, Seed: opts.Seed,
-		Model: label, APITimeout: opts.APITimeout, MaxBody: opts.MaxBody, Log: opts.Log})
-	dlog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
-		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Log)
+		Model: label, APITimeout: opts.APITimeout, MaxBody: opts.MaxBody, Shadow: shadowOpts, Log: opts.Log})
+	defer srv.Close()
+	if opts.Model != "" && opts.ModelPoll > 0 {
+		// The switcher owns the serving model's folder from here, and removes it as it ends.
+		sw := newModelSwitcher(opts.Config, opts.Model, v, srv, cleanup, opts.Log)
+		cleanupServing = func() {}
+		swDone := make(chan struct{})
+		go func() { defer close(swDone); sw.run(ctx, opts.ModelPoll) }()
+		defer func() { cancel(); <-swDone }()
+	}
+	stopLog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
+		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Config.Registry.S3, opts.Log)
 	if err != nil {
 		return err
 	}
-	if dlog != nil {
-		defer dlog.Close()
-	}
+	defer stopLog()
 	return srv.Serve(ctx, opts.Endpoint, func(verbs, metrics net.Addr) {
 		opts.Log.Info("extender serving", "addr", verbs.String(), "tls", opts.TLS(), "client-certs", opts.ClientAuth(),
-			"metrics", metrics, "placer", placer.Name(), "model", label)
+			"metrics", metrics, "placer", placer.Name(), "model", label, "shadow", opts.Shadow)
 		if !opts.TLS() && !isLoopback(verbs) {
 			opts.Log.Warn("extender serving plain HTTP beyond loopback: anyone who reaches it can bind pods; see docs/deploy.md for TLS")
 		}
@@ -202,27 +224,13 @@ func isLoopback(addr net.Addr) bool {
 }
 
 // servePlacer is the heuristic, or the registry model pulled (every file's sha256 verified)
-// into a temporary folder and loaded through nn; label names it for the metrics.
-func servePlacer(ctx context.Context, opts *serveExtenderOptions) (p sim.Placer, label string, cleanup func(), err error) {
-	cleanup = func() {}
+// into a temporary folder and loaded through nn, with its version.
+func servePlacer(ctx context.Context, opts *serveExtenderOptions) (sim.Placer, registry.Version, func(), error) {
 	if opts.Model == "" {
-		p, err = policy.NewPlacer(opts.Policy)
-		return p, opts.Policy, cleanup, err
+		p, err := policy.NewPlacer(opts.Policy)
+		return p, registry.Version{}, func() {}, err
 	}
-	dir, v, err := pullModel(ctx, opts.Config, opts.Model, opts.Log)
-	if err != nil {
-		return nil, "", cleanup, err
-	}
-	cleanup = func() { os.RemoveAll(filepath.Dir(dir)) }
-	dev, err := nn.Device(opts.Config.Device)
-	if err == nil {
-		var pol *nn.Policy
-		if pol, err = nn.LoadPolicy(dir, dev); err == nil {
-			return pol.NewPlacer(), v.Ref() + " " + short(v.Digest), cleanup, nil
-		}
-	}
-	cleanup()
-	return nil, "", func() {}, fmt.Errorf("model %s: %w", opts.Model, err)
+	return loadModelPlacer(ctx, opts.Config, opts.Model, opts.Log)
 }
 
 // pullModel pulls a registry version into a new temporary folder (removed on error).

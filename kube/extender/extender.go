@@ -46,7 +46,10 @@ type Options struct {
 	APITimeout time.Duration
 	// MaxBody bounds a request's body (default DefaultMaxBody); a larger one gets 413.
 	MaxBody int64
-	Log     *slog.Logger
+	// Shadow, if set, asks a candidate placer every question Placer answers (off the
+	// request's path) and records both; see ShadowOptions.
+	Shadow *ShadowOptions
+	Log    *slog.Logger
 }
 
 // Server answers the extender verbs on /filter, /prioritize and /bind, with /healthz and
@@ -57,6 +60,12 @@ type Server struct {
 	reg     *prometheus.Registry
 	decided *prometheus.CounterVec
 	latency *prometheus.HistogramVec
+	info    *prometheus.GaugeVec
+	// placer and model decide; SetPlacer replaces them under the mirror's lock, so each
+	// request is answered wholly by one placer.
+	placer sim.Placer
+	model  string
+	shadow *shadow // nil without Options.Shadow, or once closed; read under the mirror's lock
 }
 
 // LatencyMetric is the name of the per-verb latency histogram.
@@ -73,18 +82,53 @@ func New(opts Options) *Server {
 	if opts.MaxBody <= 0 {
 		opts.MaxBody = DefaultMaxBody
 	}
-	s := &Server{opts: opts, rng: sim.RNG(opts.Seed, sim.StreamPolicy), reg: prometheus.NewRegistry()}
+	s := &Server{opts: opts, rng: sim.RNG(opts.Seed, sim.StreamPolicy), reg: prometheus.NewRegistry(),
+		placer: opts.Placer, model: opts.Model}
 	s.decided = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "schedrl_extender_decisions_total",
 		Help: "Extender answers by verb and result (placed, unschedulable, malformed, bound, error)."}, []string{"verb", "result"})
 	s.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: LatencyMetric,
 		Help: "Time to answer one extender request, by verb.",
 		// Fine around the 5 ms target, where the p99 is read.
 		Buckets: []float64{.0001, .00025, .0005, .001, .002, .003, .004, .005, .0075, .01, .025, .05, .1, .25, 1}}, []string{"verb"})
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "schedrl_extender_model_info",
+	s.info = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "schedrl_extender_model_info",
 		Help: "The placer deciding: policy name and model version (value 1)."}, []string{"placer", "model"})
-	info.WithLabelValues(opts.Placer.Name(), opts.Model).Set(1)
-	s.reg.MustRegister(s.decided, s.latency, info, prometheus.NewGoCollector())
+	s.info.WithLabelValues(opts.Placer.Name(), opts.Model).Set(1)
+	s.reg.MustRegister(s.decided, s.latency, s.info, prometheus.NewGoCollector())
+	if opts.Shadow != nil {
+		s.shadow = newShadow(*opts.Shadow, s.reg)
+	}
 	return s
+}
+
+// SetPlacer makes p (named model) decide from the next request on; a request being answered
+// finishes with the placer it began with, and pods already assumed keep their choice.
+func (s *Server) SetPlacer(p sim.Placer, model string) {
+	s.opts.Mirror.Do(func(*sim.Cluster, kube.Txn) error {
+		s.placer, s.model = p, model
+		return nil
+	})
+	s.info.Reset()
+	s.info.WithLabelValues(p.Name(), model).Set(1)
+}
+
+// Model names the placer deciding now.
+func (s *Server) Model() string {
+	var m string
+	s.opts.Mirror.Do(func(*sim.Cluster, kube.Txn) error { m = s.model; return nil })
+	return m
+}
+
+// Close stops the shadow, if any, once its queued questions are answered and its log closed.
+// Call it after Serve returns.
+func (s *Server) Close() {
+	var sh *shadow
+	s.opts.Mirror.Do(func(*sim.Cluster, kube.Txn) error {
+		sh, s.shadow = s.shadow, nil
+		return nil
+	})
+	if sh != nil {
+		sh.close()
+	}
 }
 
 // Metrics is the server's metric registry (served on /metrics).
@@ -215,18 +259,23 @@ func (s *Server) filter(_ context.Context, body []byte) (any, string) {
 		}
 		ch, ok := tx.Assumed(pod)
 		if !ok {
-			if ch, ok = s.opts.Placer.Place(c, task, s.rng); !ok {
+			start := time.Now()
+			if ch, ok = s.placer.Place(c, task, s.rng); !ok {
 				res, result = failAll(names, fmt.Sprintf("schedrl: no node has room for the pod's request (%s)", describe(task)), true), "unschedulable"
 				return nil
 			}
+			took := time.Since(start)
+			// The shadow's copy is the state the serving placer saw, before its choice.
+			before := s.shadow.copyOf(c, took)
 			if err := tx.Assume(pod, task, ch); err != nil {
-				return fmt.Errorf("placer %s chose an infeasible placement: %w", s.opts.Placer.Name(), err)
+				return fmt.Errorf("placer %s chose an infeasible placement: %w", s.placer.Name(), err)
 			}
+			s.shadow.offer(before, c.ID(), task, ch, s.model, took)
 		}
 		node := c.Node(ch.Node).Name
 		if !slices.Contains(names, node) {
 			tx.Forget(pod)
-			res, result = failAll(names, fmt.Sprintf("schedrl: %s chose node %s, which the scheduler's own filters left out", s.opts.Placer.Name(), node), true), "unschedulable"
+			res, result = failAll(names, fmt.Sprintf("schedrl: %s chose node %s, which the scheduler's own filters left out", s.placer.Name(), node), true), "unschedulable"
 			return nil
 		}
 		res = &extenderv1.ExtenderFilterResult{NodeNames: &[]string{node}}
