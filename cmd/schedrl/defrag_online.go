@@ -21,7 +21,6 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
-	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
