@@ -52,7 +52,7 @@ readme_commands() {
 	}
 	inblock { next }
 	/^\| *stage *\|/ { stages = 1; next }
-	stages && /^\|/ { n = split($0, col, "|"); spans(col[3], "^(schedrl|make|bin/schedrl) "); next }
+	stages && /^\|/ { n = split($0, col, "|"); spans(col[3], "^(schedrl|make|bin/schedrl|mkdir) "); next }
 	{ stages = 0; spans($0, "^bin/schedrl ") }
 	' "$readme"
 }
