@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -148,5 +149,29 @@ func TestHelpExamplesReadWhatExamplesWrite(t *testing.T) {
 		if !ok {
 			t.Errorf("%s: its example reads %s, which no example writes", r.cmd, r.path)
 		}
+	}
+}
+
+// scripts/readme-walk.sh knows what to do with every command of README.md, and refuses a
+// README with a command its plan neither runs nor skips.
+func TestReadmeWalkCoversEveryCommand(t *testing.T) {
+	script := filepath.Join("..", "..", "scripts", "readme-walk.sh")
+	if out, err := exec.Command("bash", script, "--check").CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := filepath.Join(t.TempDir(), "README.md")
+	added := string(readme) + "\n```sh\nbin/schedrl sim --policy bestfit --seeds 7\n```\n"
+	if err := os.WriteFile(extra, []byte(added), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("bash", script, "--check")
+	cmd.Env = append(os.Environ(), "README="+extra)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "bin/schedrl sim --policy bestfit --seeds 7") {
+		t.Fatalf("a README command the plan does not name passed the check: %v\n%s", err, out)
 	}
 }
