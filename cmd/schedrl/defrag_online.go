@@ -136,6 +136,9 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 			for _, k := range []string{"every", "budget", "cap-per-hour", "util-threshold", "head-wait"} {
 				o.Explicit[k] = cmd.Flags().Changed(k)
 			}
+			if !cmd.Flags().Changed("nodes") {
+				o.Nodes = config.RepoFile(o.Nodes)
+			}
 			o.Out = cmd.OutOrStdout()
 			return runF(cmd.Context(), &o)
 		},

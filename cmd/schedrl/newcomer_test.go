@@ -175,3 +175,42 @@ func TestReadmeWalkCoversEveryCommand(t *testing.T) {
 		t.Fatalf("a README command the plan does not name passed the check: %v\n%s", err, out)
 	}
 }
+
+// The binary run from another folder finds the data its defaults name beside itself (here
+// bin/schedrl with data/ in the folder above, as in a checkout).
+func TestBinaryFromElsewhereFindsItsData(t *testing.T) {
+	tree := t.TempDir()
+	bin := filepath.Join(tree, "bin", "schedrl")
+	if err := os.Mkdir(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(os.Args[0], bin); err != nil {
+		data, err := os.ReadFile(os.Args[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bin, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := filepath.Abs(filepath.Join(repoRoot, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(tree, "data")); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	for _, args := range [][]string{
+		{"sim", "--policy", "fgd", "--seeds", "42", "--log-dir", "logs"},
+		{"defrag", "online", "--pods", filepath.Join(data, "openb", "openb_pod_list_default.csv"), "--load", "1.1",
+			"--seed", "3", "--method", "make-room", "--duration", "3600", "--warmup", "600", "--json"},
+	} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = elsewhere
+		cmd.Env = append(os.Environ(), "SCHEDRL_TEST_AS_CLI=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("schedrl %s from %s: %v\n%s", strings.Join(args, " "), elsewhere, err, out)
+		}
+	}
+}

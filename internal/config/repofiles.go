@@ -30,16 +30,37 @@ func resolveRepoFiles(cfg *Config, keys map[string]leaf, exe string) {
 		if v != lf.get(def).String() || !(strings.HasPrefix(v, "data/") || strings.HasPrefix(v, "configs/")) {
 			continue
 		}
-		if exists(v) {
-			continue
-		}
-		for _, d := range dirs {
-			if p := filepath.Join(d, v); exists(p) {
-				lf.get(root).SetString(p)
-				break
-			}
+		lf.get(root).SetString(repoFile(v, dirs))
+	}
+}
+
+// RepoFile is a command's default path that names a repository file (data/..., configs/...),
+// resolved as the config's defaults are: as given when the working folder has it, else the
+// binary's copy when there is one, else as given (the command's error then names it).
+func RepoFile(path string) string {
+	if !(strings.HasPrefix(path, "data/") || strings.HasPrefix(path, "configs/")) {
+		return path
+	}
+	exe := executable()
+	if exe == "" {
+		return path
+	}
+	if p, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = p
+	}
+	return repoFile(path, []string{filepath.Dir(exe), filepath.Dir(filepath.Dir(exe))})
+}
+
+func repoFile(path string, dirs []string) string {
+	if exists(path) {
+		return path
+	}
+	for _, d := range dirs {
+		if p := filepath.Join(d, path); exists(p) {
+			return p
 		}
 	}
+	return path
 }
 
 func exists(path string) bool {

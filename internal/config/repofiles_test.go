@@ -31,3 +31,13 @@ func TestRepoFilesResolveBesideTheBinary(t *testing.T) {
 		t.Errorf("an output moved: pretrain.out %q", cfg.Pretrain.Out)
 	}
 }
+
+// RepoFile leaves a path the working folder has, and one that names no repository file.
+func TestRepoFileKeepsWhatIsHere(t *testing.T) {
+	t.Chdir(t.TempDir())
+	for _, p := range []string{"runs/x", "/etc/hostname", "data/nothing-here.csv"} {
+		if got := RepoFile(p); got != p {
+			t.Errorf("RepoFile(%q) = %q", p, got)
+		}
+	}
+}
