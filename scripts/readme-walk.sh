@@ -166,7 +166,7 @@ for c in "${cmds[@]}"; do
 	case "$a" in
 	run) step "$i" run "$c" ;;
 	"as: "*) step "$i" smoke "${a#as: }" ;;
-	"skip: "*) printf 'readme-walk: %3d skipped         %s (%s)\n' "$i" "$c" "${a#skip: }" ;;
+	"skip: "*) printf 'readme-walk: %3d skipped         %s\n%24s because: %s\n' "$i" "$c" "" "${a#skip: }" ;;
 	esac
 done
 
