@@ -24,7 +24,7 @@ VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 REVISION := $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS := $(foreach v,main.revision github.com/schedrl/schedrl/pipeline.revision,-X $(v)=$(REVISION)$(if $(shell git status --porcelain --untracked-files=no 2>/dev/null),-dirty)) -X main.version=$(VERSION)
 
-.PHONY: setup torch build image test test-nocgo test-all pipeline bench lint env clean fidelity
+.PHONY: setup torch build image test test-nocgo test-all test-readme pipeline bench lint env clean fidelity
 
 ## setup: everything the build and tests need (scripts/setup.d/*.sh in order; idempotent)
 setup:
@@ -57,16 +57,23 @@ PKGS = $$(bash scripts/packages.sh all)
 NOCGO_PKGS = $$(bash scripts/packages.sh nocgo)
 
 ## test: setup, the package boundary, the no-cgo packages with CGO_ENABLED=0, then all tests
-## (-k: both test runs go on after a failure, so one CI log shows every failing package)
+## (-k: both test runs go on after a failure, so one CI log shows every failing package), and
+## last the README walk
 test: setup
 	bash scripts/packages.sh check
 	$(MAKE) --no-print-directory -k test-nocgo test-all
+	$(MAKE) --no-print-directory test-readme
 
 test-nocgo:
 	CGO_ENABLED=0 GOWORK=off $(GO) test $(NOCGO_PKGS)
 
 test-all:
 	$(TORCH_ENV) $(GO) test $(PKGS)
+
+## test-readme: every command of README.md, in order, in a fresh clone of HEAD (committed work
+## only), at smoke size or skipped with a reason (scripts/readme-walk.sh, docs/readme-walk.md)
+test-readme: setup
+	bash scripts/readme-walk.sh
 
 ## pipeline: the main job, with $(CONFIG)
 pipeline: build

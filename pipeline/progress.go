@@ -118,3 +118,9 @@ func (p *lineProgress) Add(n int64) {
 }
 
 func (p *lineProgress) finish() {}
+
+// NewProgress is a long command's own progress on w (stderr): a bar when terminal, else the
+// lines a pipeline stage logs (every 10 s and at each tenth of the total).
+func NewProgress(w io.Writer, terminal bool, label string) Progress {
+	return newProgress(terminal, w, slog.New(slog.NewTextHandler(w, nil)), label)
+}

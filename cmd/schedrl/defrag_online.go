@@ -21,6 +21,7 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
+	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
@@ -63,6 +64,7 @@ type defragOnlineOptions struct {
 	SeriesStep float64
 	JSON       bool
 	Out        io.Writer
+	Err        io.Writer // progress (simulated time) goes here; nil: stderr
 }
 
 func defaultDefragOnlineOptions() defragOnlineOptions {
@@ -132,6 +134,9 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 			o.Explicit = map[string]bool{}
 			for _, k := range []string{"every", "budget", "cap-per-hour", "util-threshold", "head-wait"} {
 				o.Explicit[k] = cmd.Flags().Changed(k)
+			}
+			if !cmd.Flags().Changed("nodes") {
+				o.Nodes = config.RepoFile(o.Nodes)
 			}
 			o.Out = cmd.OutOrStdout()
 			return runF(cmd.Context(), &o)
@@ -374,6 +379,9 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 			return fmt.Errorf("defrag online: %w", err)
 		}
 	}
+	if hook != nil {
+		hook = o.progress(hook)
+	}
 	res, err := w.Run(tl, hook, o.SeriesStep)
 	if err != nil {
 		return fmt.Errorf("defrag online: %w", err)
@@ -467,4 +475,30 @@ func readiness(r *tasks.Result) (gpusMean float64, gpusMin int, nodesMean float6
 		nodesMean /= float64(n)
 	}
 	return gpusMean, gpusMin, nodesMean, nodesMin
+}
+
+// progress wraps a run's defragmenter so that each invocation reports the simulated time
+// reached on stderr: a day's timeline takes minutes, and --json keeps stdout for the result.
+func (o *defragOnlineOptions) progress(d tasks.Defragmenter) tasks.Defragmenter {
+	w, terminal := o.Err, false
+	if w == nil {
+		w, terminal = os.Stderr, isTerminal(os.Stderr)
+	}
+	p := pipeline.NewProgress(w, terminal, "defrag online")
+	p.Start(int64(o.Duration), "simulated s")
+	return &progressHook{Defragmenter: d, p: p}
+}
+
+type progressHook struct {
+	tasks.Defragmenter
+	p    pipeline.Progress
+	done int64 // simulated seconds reported
+}
+
+func (h *progressHook) Invoke(v *tasks.View) (float64, error) {
+	if now := int64(v.Now()); now > h.done {
+		h.p.Add(now - h.done)
+		h.done = now
+	}
+	return h.Defragmenter.Invoke(v)
 }

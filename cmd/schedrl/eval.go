@@ -47,7 +47,7 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"tasks: placers; defrag-online: none, online\n" +
 			"defrag methods or defrag checkpoints on the defrag_online section's timelines), traces Gavel trace files\n" +
 			"(tasks, defrag-online: openb pod lists) and --generate jobs=N,lam=S[,multigpu]; JCT CDFs, allocation and queue length over time.",
-		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/bc --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
+		Example: "  schedrl eval --policies fgd,bestfit,ckpt:runs/pretrain --traces default,gpushare40 --seeds 49-51 --out runs/eval\n" +
 			"  schedrl eval --timed jobs --policies fifo,srtf,max_min_fairness_perf --generate jobs=300,lam=900,multigpu --cluster 8:8:8 --seeds 0-2 --out runs/eval-jobs\n" +
 			"  schedrl eval --timed fungible --servers-gpus 8 --policies synergy-tune/srtf,srtf,ckpt:runs/maifs/bc --baseline synergy-tune/srtf --generate jobs=300,lam=1200,multigpu --seeds 49-58 --out runs/eval-maifs\n" +
 			"  schedrl eval --shadow 'shadow/shadow-*.jsonl' --shadow-json shadow-summary.json",

@@ -133,20 +133,29 @@ func newFinetunePlotCmd(runF func(context.Context, *finetunePlotOptions) error) 
 	}
 	opts := &finetunePlotOptions{}
 	cmd := &cobra.Command{
-		Use:     "plot",
-		Short:   "Plot held-out GPU allocation vs environment steps of finetune runs (PNG)",
-		Example: "  schedrl finetune plot --run warm=runs/finetune --run scratch=runs/finetune-scratch --ref fgd=95.44 --out warm-vs-scratch.png",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "plot [DIR...]",
+		Short: "Plot held-out GPU allocation vs environment steps of finetune runs (PNG)",
+		Long: "Plots each placement finetune run given as DIR (labelled by its folder name) or as\n" +
+			"--run LABEL=DIR against environment steps, with --ref lines, to --out.",
+		Example: "  schedrl finetune plot runs/finetune\n" +
+			"  schedrl finetune plot --run warm=runs/finetune --run scratch=runs/finetune-scratch --ref fgd=95.44 --out warm-vs-scratch.png",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			runs := make([]string, 0, len(args)+len(opts.Runs))
+			for _, dir := range args {
+				runs = append(runs, filepath.Base(filepath.Clean(dir))+"="+dir)
+			}
+			opts.Runs = append(runs, opts.Runs...)
+			if len(opts.Runs) == 0 {
+				return fmt.Errorf("finetune plot: name a run: DIR or --run LABEL=DIR")
+			}
 			return runF(cmd.Context(), opts)
 		},
 	}
-	cmd.Flags().StringArrayVar(&opts.Runs, "run", nil, "LABEL=DIR of a finetune run (repeatable)")
+	cmd.Flags().StringArrayVar(&opts.Runs, "run", nil, "LABEL=DIR of a finetune run (repeatable; or give DIR as an argument)")
 	cmd.Flags().StringArrayVar(&opts.Refs, "ref", nil, "LABEL=PERCENT reference line, e.g. fgd=95.44 (repeatable)")
 	cmd.Flags().StringVar(&opts.Out, "out", "finetune.png", "PNG to write")
 	markOutput(cmd.Flags(), "out", fileOutput)
 	cmd.Flags().StringVar(&opts.Title, "title", "PPO fine-tuning: warm start vs from scratch", "plot title")
-	_ = cmd.MarkFlagRequired("run")
 	return cmd
 }
 

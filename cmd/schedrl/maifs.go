@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -24,6 +25,7 @@ import (
 // maifsOptions are the flags of `schedrl maifs-bc`.
 type maifsOptions struct {
 	Out         io.Writer
+	Err         io.Writer // progress (expert runs, then epochs) goes here; nil: stderr
 	Config      config.Config
 	Cluster     string
 	ServerGPUs  int
@@ -76,7 +78,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 			"decision points as multi-agent samples (env maifs), and trains the attention network on them\n" +
 			"(candidate cross-entropy plus the Plackett-Luce likelihood of the expert's order). The\n" +
 			"checkpoint runs with `schedrl jobs --servers-gpus 8 --policy ckpt:DIR`. See docs/maifs.md.",
-		Example: "  schedrl maifs-bc --generate jobs=200,lam=1200,multigpu --seeds 1000-1007 --val-seeds 900-901 --out runs/maifs-bc",
+		Example: "  schedrl maifs-bc --generate jobs=200,lam=1200,multigpu --seeds 1000-1007 --val-seeds 900-901 --out runs/maifs/bc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)
@@ -149,7 +151,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 }
 
 // maifsSamples runs the expert on every workload of opts with the given seeds.
-func maifsSamples(opts *maifsOptions, e *env.MAIFS, seeds []uint64) ([]env.MAIFSSample, error) {
+func maifsSamples(opts *maifsOptions, e *env.MAIFS, seeds []uint64, p pipeline.Progress) ([]env.MAIFSSample, error) {
 	rule, err := fungible.LookupRule(opts.Expert)
 	if err != nil {
 		return nil, fmt.Errorf("maifs-bc: --expert: %w", err)
@@ -175,6 +177,7 @@ func maifsSamples(opts *maifsOptions, e *env.MAIFS, seeds []uint64) ([]env.MAIFS
 				return nil, fmt.Errorf("maifs-bc: %s seed %d: %w", spec, seed, err)
 			}
 			out = append(out, rec.Samples...)
+			p.Add(1)
 		}
 	}
 	return out, nil
@@ -227,11 +230,17 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 	if err != nil {
 		return fmt.Errorf("maifs-bc: %w", err)
 	}
-	train, err := maifsSamples(opts, e, seeds)
+	w, terminal := opts.Err, false
+	if w == nil {
+		w, terminal = os.Stderr, isTerminal(os.Stderr)
+	}
+	p := pipeline.NewProgress(w, terminal, "maifs-bc")
+	p.Start(int64(len(opts.Generate)*(len(seeds)+len(valSeeds))), "expert runs")
+	train, err := maifsSamples(opts, e, seeds, p)
 	if err != nil {
 		return err
 	}
-	val, err := maifsSamples(opts, e, valSeeds)
+	val, err := maifsSamples(opts, e, valSeeds, p)
 	if err != nil {
 		return err
 	}
@@ -249,10 +258,12 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 		slog.Warn("maifs-bc: code revision unknown", "err", err)
 	}
 	arch := nn.NewMAIFSArch(opts.Hidden, opts.Heads, opts.HeadHidden, !opts.NoAttention, e.Options())
+	p.Start(int64(opts.Epochs), "epochs")
 	res, err := pretrain.RunMAIFS(ctx, pretrain.MAIFSOptions{Arch: arch, Train: train, Val: val, Epochs: opts.Epochs, Batch: opts.Batch,
 		LR: opts.LR, OrderWeight: opts.OrderWeight, LabelSmoothing: opts.Smoothing, Seed: opts.Seed, Dev: dev, Out: opts.Dir,
 		Lineage: nn.Lineage{CodeRevision: rev, Hyper: map[string]any{"expert": opts.Expert, "order": opts.Order, "generate": opts.Generate, "seeds": opts.Seeds}},
 		Progress: func(epoch int, loss, agree float64) {
+			p.Add(1)
 			if !opts.JSON {
 				fmt.Fprintf(opts.Out, "epoch %d: loss %.4f, validation agreement %.2f%%\n", epoch, loss, 100*agree)
 			}

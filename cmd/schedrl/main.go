@@ -109,5 +109,8 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 // variables and its flags, over the built-in defaults.
 func loadConfig(cmd *cobra.Command) (config.Config, error) {
 	path, _ := cmd.Flags().GetString(config.ConfigFlag)
+	if !cmd.Flags().Changed(config.ConfigFlag) {
+		path = config.RepoFile(path) // pipeline's configs/default.yaml, from another folder too
+	}
 	return config.Load(path, cmd.Flags())
 }

@@ -165,6 +165,9 @@ func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error
 
 func loadPipelineConfig(cmd *cobra.Command) (config.Config, string, error) {
 	path, _ := cmd.Flags().GetString(config.ConfigFlag)
+	if !cmd.Flags().Changed(config.ConfigFlag) {
+		path = config.RepoFile(path) // configs/default.yaml, from another folder too
+	}
 	cfg, err := config.Load(path, cmd.Flags())
 	return cfg, path, err
 }

@@ -41,7 +41,7 @@ func newPretrainCmd(runF func(context.Context, *pretrainOptions) error) *cobra.C
 			"per-epoch record; rerunning the same command after an interruption resumes from its saved\n" +
 			"state. Flags override the config's pretrain section.",
 		Example: "  schedrl pretrain --config configs/default.yaml\n" +
-			"  schedrl pretrain --dataset runs/ds-train --val-dataset runs/ds-val --out runs/pretrain",
+			"  schedrl pretrain --dataset runs/ds --out runs/pretrain",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)

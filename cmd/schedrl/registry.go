@@ -89,7 +89,7 @@ func newRegistryPublishCmd(runF func(context.Context, *registryPublishOptions) e
 	cmd := &cobra.Command{
 		Use:     "publish CKPT_DIR --model NAME",
 		Short:   "Publish a checkpoint directory as the next version of a model",
-		Example: "  schedrl registry publish runs/finetune/ckpt --model defrag-ppo --store s3://models/team",
+		Example: "  schedrl registry publish runs/defrag-ppo --model defrag --store s3://models/team",
 		Args:    cobra.ExactArgs(1),
 	}
 	cmd.RunE = registryRunE(opts, &opts.registryIO, &args, func(ctx context.Context, o *registryPublishOptions) error {

@@ -72,6 +72,7 @@ func Load(path string, flags *pflag.FlagSet) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	resolveRepoFiles(&cfg, l.keys, executable())
 	if err := cfg.Validate(); err != nil {
 		return Config{}, l.located(err)
 	}
