@@ -122,7 +122,9 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 		Long: "Keeps a model of the cluster from the API server (nodes with their GPUs, bound pods with\n" +
 			"their GPU indices), places each pod kube-scheduler asks about with --policy or a registry\n" +
 			"--model, and binds it with the GPU indices as annotation alibabacloud.com/gpu-index.\n" +
-			"Serves /filter, /prioritize, /bind, /healthz and /metrics. See docs/deploy.md.",
+			"Serves /filter, /prioritize, /bind, /healthz and /metrics. --shadow asks a candidate model the same\n" +
+			"questions off the request path and records both answers; --model-poll switches to the version\n" +
+			"--model names when its alias moves. See docs/deploy.md.",
 		Example: "  schedrl serve extender --policy fgd --kubeconfig ~/.kube/config\n" +
 			"  schedrl serve extender --model placement@champion --listen :8888 --tls-cert-file tls.crt --tls-key-file tls.key \\\n" +
 			"      --tls-client-ca-file scheduler-ca.crt --metrics-listen :9090\n" +
