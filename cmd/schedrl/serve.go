@@ -122,7 +122,9 @@ func newServeExtenderCmd(runF func(context.Context, *serveExtenderOptions) error
 		Long: "Keeps a model of the cluster from the API server (nodes with their GPUs, bound pods with\n" +
 			"their GPU indices), places each pod kube-scheduler asks about with --policy or a registry\n" +
 			"--model, and binds it with the GPU indices as annotation alibabacloud.com/gpu-index.\n" +
-			"Serves /filter, /prioritize, /bind, /healthz and /metrics. See docs/deploy.md.",
+			"Serves /filter, /prioritize, /bind, /healthz and /metrics. --shadow asks a candidate model the same\n" +
+			"questions off the request path and records both answers; --model-poll switches to the version\n" +
+			"--model names when its alias moves. See docs/deploy.md.",
 		Example: "  schedrl serve extender --policy fgd --kubeconfig ~/.kube/config\n" +
 			"  schedrl serve extender --model placement@champion --listen :8888 --tls-cert-file tls.crt --tls-key-file tls.key \\\n" +
 			"      --tls-client-ca-file scheduler-ca.crt --metrics-listen :9090\n" +
@@ -194,20 +196,28 @@ func runServeExtender(ctx context.Context, opts *serveExtenderOptions) error {
 	srv := extender.New(extender.Options{Client: client, Mirror: mirror, Placer: placer, Seed: opts.Seed,
 		Model: label, APITimeout: opts.APITimeout, MaxBody: opts.MaxBody, Shadow: shadowOpts, Log: opts.Log})
 	defer srv.Close()
-	if opts.Model != "" && opts.ModelPoll > 0 {
-		// The switcher owns the serving model's folder from here, and removes it as it ends.
-		sw := newModelSwitcher(opts.Config, opts.Model, v, srv, cleanup, opts.Log)
-		cleanupServing = func() {}
-		swDone := make(chan struct{})
-		go func() { defer close(swDone); sw.run(ctx, opts.ModelPoll) }()
-		defer func() { cancel(); <-swDone }()
-	}
-	stopLog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
+	dlog, stopLog, err := opts.decisionLogFlags.start(ctx, client, model, opts.Seed, opts.SyncTimeout,
 		map[string]string{"policy": placer.Name(), "model": label}, srv.Metrics(), opts.Config.Registry.S3, opts.Log)
 	if err != nil {
 		return err
 	}
 	defer stopLog()
+	if opts.Model != "" && opts.ModelPoll > 0 {
+		// The switcher owns the serving model's folder from here, and removes it as it ends.
+		sw := newModelSwitcher(opts.Config, opts.Model, v, srv, cleanup, opts.Log)
+		if dlog != nil {
+			// Each decision log file names the model that decided in it.
+			sw.onSwitch = func(label string) {
+				if err := dlog.SetMeta("model", label); err != nil {
+					opts.Log.Warn("decision log: new file for the switched model", "err", err)
+				}
+			}
+		}
+		cleanupServing = func() {}
+		swDone := make(chan struct{})
+		go func() { defer close(swDone); sw.run(ctx, opts.ModelPoll) }()
+		defer func() { cancel(); <-swDone }()
+	}
 	return srv.Serve(ctx, opts.Endpoint, func(verbs, metrics net.Addr) {
 		opts.Log.Info("extender serving", "addr", verbs.String(), "tls", opts.TLS(), "client-certs", opts.ClientAuth(),
 			"metrics", metrics, "placer", placer.Name(), "model", label, "shadow", opts.Shadow)

@@ -37,36 +37,36 @@ func (d *decisionLogFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&d.LogUploadGap, "log-upload-interval", 30*time.Second, "with --log-dir s3://...: how often closed files are uploaded (and once more on exit)")
 }
 
-// start begins the decision log when --log-dir is set; its metrics join reg. The caller calls
-// the returned stop when it stops serving: it closes the log and, with a store prefix, uploads
-// what is left.
+// start begins the decision log when --log-dir is set (nil without); its metrics join reg.
+// The caller calls the returned stop when it stops serving: it closes the log and, with a store
+// prefix, uploads what is left.
 func (d decisionLogFlags) start(ctx context.Context, client kubernetes.Interface, model *sim.FragModel, seed uint64,
-	sync time.Duration, meta map[string]string, reg *prometheus.Registry, s3 config.S3Config, log *slog.Logger) (stop func(), err error) {
+	sync time.Duration, meta map[string]string, reg *prometheus.Registry, s3 config.S3Config, log *slog.Logger) (live *podlog.Live, stop func(), err error) {
 	if d.LogDir == "" {
-		return func() {}, nil
+		return nil, func() {}, nil
 	}
 	dir := d.LogDir
 	var up *logUploader
 	if strings.Contains(d.LogDir, "://") {
 		if up, err = newLogUploader(ctx, d, s3, log); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		dir = up.spool
 	}
 	l, err := podlog.StartLive(ctx, podlog.LiveOptions{Client: client, Dir: dir, Model: model, TieSeed: seed,
 		MaxBytes: d.LogMaxBytes, MaxAge: d.LogMaxAge, Meta: meta, SyncTimeout: sync, Log: log})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	reg.MustRegister(l.Collectors()...)
 	if up == nil {
-		return func() { l.Close() }, nil
+		return l, func() { l.Close() }, nil
 	}
 	reg.MustRegister(up.uploaded)
 	uctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); up.run(uctx, d.LogUploadGap) }()
-	return func() {
+	return l, func() {
 		cancel()
 		<-done
 		if err := l.Close(); err != nil {

@@ -103,6 +103,7 @@ type modelSwitcher struct {
 	refused  string // the last digest refused, not retried until the alias moves again
 	cleanup  func()
 	switches *prometheus.CounterVec
+	onSwitch func(label string) // if set, told the new model's label after each switch
 	log      *slog.Logger
 }
 
@@ -160,4 +161,7 @@ func (m *modelSwitcher) poll(ctx context.Context) {
 	m.cleanup, m.digest, m.refused = cleanup, nv.Digest, ""
 	m.switches.WithLabelValues("switched").Inc()
 	m.log.Info("extender: switched model", "model", m.ref, "from", old, "to", modelLabel(nv))
+	if m.onSwitch != nil {
+		m.onSwitch(modelLabel(nv))
+	}
 }

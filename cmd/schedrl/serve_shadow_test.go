@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -313,9 +314,10 @@ func TestEvalShadowBadInput(t *testing.T) {
 	}
 }
 
-// checkUploadedLog: with --log-dir s3://shadow/decisions the extender stopped leaves one
-// decision log in the store, which replays, and nothing in the spool; a bucket that does not
-// exist stops the uploader before it serves, named.
+// checkUploadedLog: with --log-dir s3://shadow/decisions the extender stopped leaves two
+// decision logs in the store (the switch began the second), each replays and names the model
+// that decided in it, and nothing stays in the spool; a bucket that does not exist stops the
+// uploader before it serves, named.
 func checkUploadedLog(t *testing.T, cfg config.Config, spool string) {
 	t.Helper()
 	ctx := context.Background()
@@ -327,16 +329,31 @@ func checkUploadedLog(t *testing.T, cfg config.Config, spool string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) != 1 || !strings.HasPrefix(names[0], "decisions-") {
-		t.Fatalf("store holds %v, want one closed decision log", names)
+	if len(names) != 2 {
+		t.Fatalf("store holds %v, want two closed decision logs", names)
 	}
-	r, err := store.Get(ctx, names[0])
-	if err != nil {
-		t.Fatal(err)
+	models := map[string]bool{}
+	for _, name := range names {
+		r, err := store.Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(r)
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := podlog.Replay(bytes.NewReader(data)); err != nil {
+			t.Fatalf("uploaded %s: %v", name, err)
+		}
+		for _, m := range []string{"placement@1", "placement@2"} {
+			if bytes.Contains(data, []byte(`"model":"`+m)) {
+				models[m] = true
+			}
+		}
 	}
-	defer r.Close()
-	if err := podlog.Replay(r); err != nil {
-		t.Fatalf("uploaded %s: %v", names[0], err)
+	if !models["placement@1"] || !models["placement@2"] {
+		t.Errorf("decision log headers name %v, want placement@1 and placement@2", models)
 	}
 	if left, _ := os.ReadDir(spool); len(left) > 0 {
 		t.Errorf("spool keeps %d files after the upload", len(left))

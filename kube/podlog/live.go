@@ -173,6 +173,22 @@ func (l *Live) Rotate() error {
 	return l.rotate(time.Now())
 }
 
+// SetMeta changes one header meta entry (the model that decides, after a switch) and starts
+// the next file, so each file's header names who decided in it.
+func (l *Live) SetMeta(key, value string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opts.Meta = maps.Clone(l.opts.Meta)
+	if l.opts.Meta == nil {
+		l.opts.Meta = map[string]string{}
+	}
+	l.opts.Meta[key] = value
+	if l.closed {
+		return nil
+	}
+	return l.rotate(time.Now())
+}
+
 // Close closes the current file (synced, renamed to its content address); later changes are
 // not recorded.
 func (l *Live) Close() error {
