@@ -148,6 +148,9 @@ func Run(c *sim.Cluster, placer sim.Placer, q Queue, arrivals []Arrival, cfg Con
 		node: make([]int, n), fits: map[request]bool{}, empty: empty,
 		capGPU: float64(capGPU), first: arrivals[0].Time, last: arrivals[0].Time,
 		winStart: max(cfg.Warmup, arrivals[0].Time), winEnd: lastArrival}
+	if b, ok := placer.(interface{ bind(*world) }); ok { // a clairvoyant placer reads the world
+		b.bind(w)
+	}
 	if cfg.SeriesStep > 0 { // the grid is the step's multiples, from the first arrival's
 		w.nextSample = math.Floor(arrivals[0].Time/cfg.SeriesStep) * cfg.SeriesStep
 	}

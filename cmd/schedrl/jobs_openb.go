@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
-	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -50,7 +49,7 @@ func defaultOpenbJobsOptions() openbJobsOptions {
 // addOpenbJobsFlags adds the flags only the openb world reads; o starts from the defaults.
 func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
 	*o = defaultOpenbJobsOptions()
-	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(policy.Placers(), ", ")+")")
+	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(tasks.PlacerNames(), ", ")+")")
 	f.Float64Var(&o.Cap, "cap", o.Cap, "openb traces: cut run times to this many seconds (0: none; the trace's longest tasks run for months)")
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "openb traces: seconds from the start left out of the measures")
 	f.Float64Var(&o.Duration, "duration", o.Duration, "openb traces: seconds of Poisson arrivals (or --tasks)")
@@ -102,7 +101,7 @@ type openbJobsSummary struct {
 // engine and prints the summary (JSON with o.JSON).
 func runOpenbJobs(ctx context.Context, o openbJobsOptions, stdout io.Writer) error {
 	began := time.Now()
-	placer, err := policy.NewPlacer(o.Policy)
+	placer, err := tasks.NewPlacer(o.Policy)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}

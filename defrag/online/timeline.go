@@ -70,7 +70,7 @@ type World struct {
 
 // Build makes the timeline's world.
 func (tl Timeline) Build() (*World, error) {
-	placer, err := policy.NewPlacer(tl.Placer)
+	placer, err := tasks.NewPlacer(tl.Placer)
 	if err != nil {
 		return nil, fmt.Errorf("placer: %w", err)
 	}
