@@ -150,7 +150,7 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", ")+", or oracle (repack everything at each check, no cost, no budget)")
 	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method")
 	f.StringVar(&o.Device, "device", o.Device, "device of --model (cpu, cuda, auto)")
-	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(tasks.PlacerNames(), ", "))
+	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS")
 	f.StringVar(&o.Queue, "queue", o.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
 	f.StringVar(&o.Online.Trigger, "trigger", online.TriggerQueue, "when a check acts: queue (the head waited --head-wait) or periodic (DRR's: every --every seconds whatever the queue; unset --every, --budget, --cap-per-hour, --util-threshold take DRR's 3600 s, 5 an hour per 64 nodes, 0.5)")
 	f.Float64Var(&o.Online.Every, "every", o.Online.Every, "seconds between trigger checks (Δt)")
@@ -322,6 +322,11 @@ func runDefragOnline(ctx context.Context, o *defragOnlineOptions) error {
 	if err != nil {
 		return fmt.Errorf("defrag online: %w", err)
 	}
+	cfg := config.Default()
+	cfg.Registry, cfg.Device = o.Registry, config.DeviceConfig{Name: o.Device}
+	resolve, cleanup := openbPlacers(cfg, slog.Default())
+	defer cleanup()
+	tl.Resolve = resolve
 	o.periodic(len(tl.Nodes))
 	if err := o.Online.Validate(); err != nil {
 		return fmt.Errorf("defrag online: %w", err)

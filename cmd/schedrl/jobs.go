@@ -236,7 +236,7 @@ func runJobsLogged(tr *jobs.Trace, table *jobs.Throughputs, cfg jobs.Config, opt
 // names its queue discipline, and --nodes defaults to the openb GPU node list.
 func runJobsOpenb(ctx context.Context, opts *jobsOptions, w io.Writer) error {
 	o := opts.Openb
-	o.Trace, o.Load, o.Seed, o.JSON = opts.Trace, opts.Load, opts.Seed, opts.JSON
+	o.Trace, o.Load, o.Seed, o.JSON, o.Config = opts.Trace, opts.Load, opts.Seed, opts.JSON, opts.Config
 	o.Nodes = cmp.Or(opts.Nodes, filepath.Join("data", "openb", "openb_node_list_gpu_node.csv"))
 	o.Queue = cmp.Or(opts.Policy, o.Queue)
 	return runOpenbJobs(ctx, o, w)

@@ -1,19 +1,22 @@
 package main
 
 import (
-	"strings"
-
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -39,6 +42,8 @@ type openbJobsOptions struct {
 	Log, Series string
 	SeriesStep  float64
 	JSON        bool
+	// Config is where a placement checkpoint's MODEL@ALIAS resolves, and its device.
+	Config config.Config
 }
 
 // defaultOpenbJobsOptions are the defaults the command's flags start from.
@@ -49,7 +54,7 @@ func defaultOpenbJobsOptions() openbJobsOptions {
 // addOpenbJobsFlags adds the flags only the openb world reads; o starts from the defaults.
 func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
 	*o = defaultOpenbJobsOptions()
-	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(tasks.PlacerNames(), ", ")+")")
+	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS)")
 	f.Float64Var(&o.Cap, "cap", o.Cap, "openb traces: cut run times to this many seconds (0: none; the trace's longest tasks run for months)")
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "openb traces: seconds from the start left out of the measures")
 	f.Float64Var(&o.Duration, "duration", o.Duration, "openb traces: seconds of Poisson arrivals (or --tasks)")
@@ -101,7 +106,9 @@ type openbJobsSummary struct {
 // engine and prints the summary (JSON with o.JSON).
 func runOpenbJobs(ctx context.Context, o openbJobsOptions, stdout io.Writer) error {
 	began := time.Now()
-	placer, err := tasks.NewPlacer(o.Policy)
+	resolve, cleanup := openbPlacers(o.Config, slog.Default())
+	defer cleanup()
+	placer, err := resolve(o.Policy)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
@@ -231,4 +238,38 @@ func printOpenb(w io.Writer, s openbJobsSummary) error {
 	}
 	fmt.Fprintf(tw, "wall\t%.2f s, %d events\n", s.WallSeconds, s.Events)
 	return tw.Flush()
+}
+
+// openbPlacers resolves the openb timed world's placer names: heuristics and lookahead:K,H
+// through tasks.NewPlacer, a placement checkpoint (ckpt:DIR, or MODEL@ALIAS pulled from the
+// registry) through nn, as eval resolves it. cleanup removes the pulled versions.
+func openbPlacers(cfg config.Config, log *slog.Logger) (resolve func(string) (policy.Placer, error), cleanup func()) {
+	learned, cleanup := policyResolver(cfg, log)
+	return func(name string) (policy.Placer, error) {
+		if !isLearnedPolicy(name) {
+			return tasks.NewPlacer(name)
+		}
+		ref, err := eval.ParsePolicyRef(name)
+		if err != nil {
+			return nil, err
+		}
+		f, err := learned(ref)
+		if err != nil {
+			return nil, err
+		}
+		p, err := f()
+		if err != nil {
+			return nil, fmt.Errorf("policy %q: %w", name, err)
+		}
+		return learnedPlacer{p}, nil
+	}, cleanup
+}
+
+// learnedPlacer is a checkpoint's placer where the world wants a policy.Placer. Its Score is
+// FGD's, the fragment measure's own: a defragmenter ranks by it only the migration targets
+// other than the network's choice.
+type learnedPlacer struct{ sim.Placer }
+
+func (learnedPlacer) Score(c *sim.Cluster, t sim.Task, ch sim.Choice) float64 {
+	return sim.FGDScore(c.FragDelta(t, ch))
 }

@@ -162,3 +162,42 @@ func TestOpenbJobsBadInput(t *testing.T) {
 		})
 	}
 }
+
+// A placement checkpoint is a placer of the openb timed world, by directory or registry
+// reference: `defrag online` on a 64-node sub-cluster gives the same run either way, and
+// `jobs` runs it too.
+func TestOpenbPlacerCheckpoint(t *testing.T) {
+	cfg, ckpt := placementRegistry(t)
+	online := func(placer string) map[string]any {
+		t.Helper()
+		var out bytes.Buffer
+		o := onlineOptions("none")
+		o.Placer, o.Registry, o.SampleNodes, o.Load, o.Out = placer, cfg.Registry, 64, 0.9, &out
+		o.Duration, o.Warmup = 2*3600, 1800
+		if err := runDefragOnline(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		return m
+	}
+	dir, ref := online("ckpt:"+ckpt), online("placement@champion")
+	if dir["tasks"].(float64) == 0 || dir["frag_ratio_mean_pct"] != ref["frag_ratio_mean_pct"] || dir["completion_mean_s"] != ref["completion_mean_s"] {
+		t.Errorf("ckpt:DIR %v, %v; placement@champion %v, %v", dir["frag_ratio_mean_pct"], dir["completion_mean_s"], ref["frag_ratio_mean_pct"], ref["completion_mean_s"])
+	}
+	if ref["placer"] != "placement@champion" {
+		t.Errorf("placer %v", ref["placer"])
+	}
+	o := defaultOpenbJobsOptions()
+	o.Nodes, o.Trace, o.Load, o.Seed, o.Count, o.Config = repotest.OpenbNodes(), repotest.OpenbPods("default"), 0.9, 7, 300, cfg
+	o.Policy = "ckpt:" + ckpt
+	if m := openbJobs(t, o); m["policy"] != o.Policy {
+		t.Errorf("jobs with a checkpoint placer: %v", m)
+	}
+	o.Policy = "ckpt:" + filepath.Join(t.TempDir(), "none")
+	if err := runOpenbJobs(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "none") {
+		t.Errorf("a missing checkpoint: %v", err)
+	}
+}

@@ -27,6 +27,9 @@ type Timeline struct {
 	// probe (how long a burst of large jobs waits).
 	Burst        int
 	BurstRunTime float64
+	// Resolve turns Placer into a placer (nil: tasks.NewPlacer); the command sets one that
+	// also loads placement checkpoints.
+	Resolve func(name string) (policy.Placer, error)
 }
 
 // BurstTask is a burst job: a whole 8-GPU node's GPUs with 32 cores and 128 GiB, which every
@@ -70,7 +73,11 @@ type World struct {
 
 // Build makes the timeline's world.
 func (tl Timeline) Build() (*World, error) {
-	placer, err := tasks.NewPlacer(tl.Placer)
+	resolve := tl.Resolve
+	if resolve == nil {
+		resolve = tasks.NewPlacer
+	}
+	placer, err := resolve(tl.Placer)
 	if err != nil {
 		return nil, fmt.Errorf("placer: %w", err)
 	}
