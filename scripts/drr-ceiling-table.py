@@ -1,0 +1,54 @@
+"""The DRR placement-ceiling table (docs/results/2026-12-06-drr-placement-ceiling.md): from the
+JSON runs of scripts/drr-ceiling-table.sh, per setting (pods, load) and placer x method the seed
+means of the time-averaged fragmentation rate and QoS, then each run paired (seed by seed) with
+FGD without rescheduling: the rate's difference with its 95% t interval, the ratio of the seed
+means, and how much of the issue's bar (half of FGD's rate) the cut reaches."""
+import glob, json, math, os, sys
+from collections import defaultdict
+
+T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
+runs = defaultdict(dict)  # (pods, load) -> (placer, method) -> seed -> json
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
+    pods, load, seed, placer, method = os.path.basename(f)[:-5].split("_")
+    runs[(pods, load)].setdefault((placer, method), {})[seed] = json.load(open(f))
+
+def mean(x): return sum(x) / len(x)
+
+def interval(d):
+    m = mean(d)
+    if len(d) < 2: return m, float("nan")
+    sd = math.sqrt(sum((v - m) ** 2 for v in d) / (len(d) - 1))
+    return m, T975[len(d) - 1] * sd / math.sqrt(len(d))
+
+def order(pm):
+    placer, method = pm
+    return ({"fgd": 0, "bestfit": 1}.get(placer, 2), method != "none", placer)
+
+cols = [("frag %", lambda r: r["frag_ratio_mean_pct"], 2), ("frag GPUs", lambda r: r["frag_gpu_mean"], 2),
+        ("alloc %", lambda r: r["alloc_gpu_mean_pct"], 2), ("GPU delay mean s", lambda r: r["gpu_queue_delay_mean_s"], 1),
+        ("GPU delay p95 s", lambda r: r["gpu_queue_delay_p95_s"], 1), ("whole-GPU mean s", lambda r: r["whole_gpu_queue_delay_mean_s"], 1),
+        ("whole-GPU p95 s", lambda r: r["whole_gpu_queue_delay_p95_s"], 1), ("JCT s", lambda r: r["completion_mean_s"], 0),
+        ("migr.", lambda r: r["migrations"], 1), ("s/run", lambda r: r["wall_seconds"], 1)]
+print("| pods | load | placer | method | seeds | " + " | ".join(c[0] for c in cols) + " |")
+print("|" + "---|" * (5 + len(cols)))
+for (pods, load), by in sorted(runs.items()):
+    for pm in sorted(by, key=order):
+        rs = list(by[pm].values())
+        print(f"| {pods} | {load} | {pm[0]} | {pm[1]} | {len(rs)} | " + " | ".join(f"{mean([f(r) for r in rs]):.{d}f}" for _, f, d in cols) + " |")
+print()
+print("Paired with FGD without rescheduling, seed by seed (mean ± 95% half-width): the rate's difference in percentage points, the ratio of the seed means, the share of the issue's bar (a cut of half FGD's rate) it reaches, and the GPU queueing delay's difference:")
+print()
+print("| pods | load | placer | method | seeds | frag Δ pp | frag / FGD | share of the −50% bar | GPU delay Δ s |")
+print("|---|---|---|---|---|---|---|---|---|")
+for (pods, load), by in sorted(runs.items()):
+    ref = by.get(("fgd", "none"))
+    if not ref: continue
+    for pm in sorted(by, key=order):
+        if pm == ("fgd", "none"): continue
+        seeds = sorted(set(by[pm]) & set(ref))
+        if not seeds: continue
+        fr = interval([by[pm][s]["frag_ratio_mean_pct"] - ref[s]["frag_ratio_mean_pct"] for s in seeds])
+        base = mean([ref[s]["frag_ratio_mean_pct"] for s in seeds])
+        ratio = mean([by[pm][s]["frag_ratio_mean_pct"] for s in seeds]) / base
+        dl = interval([by[pm][s]["gpu_queue_delay_mean_s"] - ref[s]["gpu_queue_delay_mean_s"] for s in seeds])
+        print(f"| {pods} | {load} | {pm[0]} | {pm[1]} | {len(seeds)} | {fr[0]:+.2f} ± {fr[1]:.2f} | {ratio:.3f} | {100 * -fr[0] / (base / 2):.0f}% | {dl[0]:+.1f} ± {dl[1]:.1f} |")
