@@ -37,10 +37,10 @@ for (pods, load), by in sorted(runs.items()):
         rs = list(by[pm].values())
         print(f"| {pods} | {load} | {pm[0]} | {pm[1]} | {len(rs)} | " + " | ".join(f"{mean([f(r) for r in rs]):.{d}f}" for _, f, d in cols) + " |")
 print()
-print("Paired with FGD without rescheduling, seed by seed (mean ± 95% half-width): the rate's difference in percentage points, the ratio of the seed means, the share of the issue's bar (a cut of half FGD's rate) it reaches, and the GPU queueing delay's difference:")
+print("Paired with FGD without rescheduling, seed by seed (mean ± 95% half-width): the rate's difference in percentage points, the ratio of the seed means, the share of the issue's bar (a cut of half FGD's rate) it reaches; the fragment in GPUs (the rate's numerator) likewise; the allocation's difference (a lower allocation is more idle capacity, the rate's denominator), the GPU queueing delay's and the burst's wait's:")
 print()
-print("| pods | load | placer | method | seeds | frag Δ pp | frag / FGD | share of the −50% bar | GPU delay Δ s |")
-print("|---|---|---|---|---|---|---|---|---|")
+print("| pods | load | placer | method | seeds | frag Δ pp | frag / FGD | share of the −50% bar | frag GPUs Δ | frag GPUs / FGD | alloc Δ pp | GPU delay Δ s | burst wait Δ s |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 for (pods, load), by in sorted(runs.items()):
     ref = by.get(("fgd", "none"))
     if not ref: continue
@@ -51,5 +51,11 @@ for (pods, load), by in sorted(runs.items()):
         fr = interval([by[pm][s]["frag_ratio_mean_pct"] - ref[s]["frag_ratio_mean_pct"] for s in seeds])
         base = mean([ref[s]["frag_ratio_mean_pct"] for s in seeds])
         ratio = mean([by[pm][s]["frag_ratio_mean_pct"] for s in seeds]) / base
-        dl = interval([by[pm][s]["gpu_queue_delay_mean_s"] - ref[s]["gpu_queue_delay_mean_s"] for s in seeds])
-        print(f"| {pods} | {load} | {pm[0]} | {pm[1]} | {len(seeds)} | {fr[0]:+.2f} ± {fr[1]:.2f} | {ratio:.3f} | {100 * -fr[0] / (base / 2):.0f}% | {dl[0]:+.1f} ± {dl[1]:.1f} |")
+        def diff(f): return interval([f(by[pm][s]) - f(ref[s]) for s in seeds])
+        fg = diff(lambda r: r["frag_gpu_mean"])
+        fg_ratio = mean([by[pm][s]["frag_gpu_mean"] for s in seeds]) / mean([ref[s]["frag_gpu_mean"] for s in seeds])
+        al = diff(lambda r: r["alloc_gpu_mean_pct"])
+        dl = diff(lambda r: r["gpu_queue_delay_mean_s"])
+        bw = diff(lambda r: (r.get("burst_queue_delay") or {}).get("mean_s", 0.0))
+        print(f"| {pods} | {load} | {pm[0]} | {pm[1]} | {len(seeds)} | {fr[0]:+.2f} ± {fr[1]:.2f} | {ratio:.3f} | {100 * -fr[0] / (base / 2):.0f}% | "
+              f"{fg[0]:+.2f} ± {fg[1]:.2f} | {fg_ratio:.3f} | {al[0]:+.2f} ± {al[1]:.2f} | {dl[0]:+.1f} ± {dl[1]:.1f} | {bw[0]:+.0f} ± {bw[1]:.0f} |")
