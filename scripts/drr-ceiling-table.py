@@ -27,7 +27,8 @@ def order(pm):
 cols = [("frag %", lambda r: r["frag_ratio_mean_pct"], 2), ("frag GPUs", lambda r: r["frag_gpu_mean"], 2),
         ("alloc %", lambda r: r["alloc_gpu_mean_pct"], 2), ("GPU delay mean s", lambda r: r["gpu_queue_delay_mean_s"], 1),
         ("GPU delay p95 s", lambda r: r["gpu_queue_delay_p95_s"], 1), ("whole-GPU mean s", lambda r: r["whole_gpu_queue_delay_mean_s"], 1),
-        ("whole-GPU p95 s", lambda r: r["whole_gpu_queue_delay_p95_s"], 1), ("JCT s", lambda r: r["completion_mean_s"], 0),
+        ("whole-GPU p95 s", lambda r: r["whole_gpu_queue_delay_p95_s"], 1),
+        ("multi-GPU mean s", lambda r: r["queue_delay_by_kind"].get("multi-gpu", {}).get("mean_s", 0.0), 1), ("JCT s", lambda r: r["completion_mean_s"], 0),
         ("migr.", lambda r: r["migrations"], 1), ("free 8-GPU nodes", lambda r: r["free_8gpu_nodes_mean"], 2),
         ("burst wait s", lambda r: (r.get("burst_queue_delay") or {}).get("mean_s", 0.0), 0), ("s/run", lambda r: r["wall_seconds"], 1)]
 print("| pods | load | placer | method | seeds | " + " | ".join(c[0] for c in cols) + " |")
