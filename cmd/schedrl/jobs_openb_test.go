@@ -164,14 +164,14 @@ func TestOpenbJobsBadInput(t *testing.T) {
 }
 
 // A placement checkpoint is a placer of the openb timed world, by directory or registry
-// reference: `defrag online` on a 64-node sub-cluster gives the same run either way, and
-// `jobs` runs it too.
+// reference: `defrag online` on a 64-node sub-cluster gives the same run either way, runs it
+// beside a rescheduler, and `jobs` runs it too.
 func TestOpenbPlacerCheckpoint(t *testing.T) {
 	cfg, ckpt := placementRegistry(t)
-	online := func(placer string) map[string]any {
+	online := func(placer, method string) map[string]any {
 		t.Helper()
 		var out bytes.Buffer
-		o := onlineOptions("none")
+		o := onlineOptions(method)
 		o.Placer, o.Registry, o.SampleNodes, o.Load, o.Out = placer, cfg.Registry, 64, 0.9, &out
 		o.Duration, o.Warmup = 2*3600, 1800
 		if err := runDefragOnline(context.Background(), o); err != nil {
@@ -183,12 +183,16 @@ func TestOpenbPlacerCheckpoint(t *testing.T) {
 		}
 		return m
 	}
-	dir, ref := online("ckpt:"+ckpt), online("placement@champion")
+	dir, ref := online("ckpt:"+ckpt, "none"), online("placement@champion", "none")
 	if dir["tasks"].(float64) == 0 || dir["frag_ratio_mean_pct"] != ref["frag_ratio_mean_pct"] || dir["completion_mean_s"] != ref["completion_mean_s"] {
 		t.Errorf("ckpt:DIR %v, %v; placement@champion %v, %v", dir["frag_ratio_mean_pct"], dir["completion_mean_s"], ref["frag_ratio_mean_pct"], ref["completion_mean_s"])
 	}
 	if ref["placer"] != "placement@champion" {
 		t.Errorf("placer %v", ref["placer"])
+	}
+	// A rescheduler plans its targets on copies of the cluster, asking the placer there.
+	if m := online("ckpt:"+ckpt, "high-node-utilization"); m["invocations"].(float64) == 0 {
+		t.Errorf("high-node-utilization with a checkpoint placer: %v", m)
 	}
 	o := defaultOpenbJobsOptions()
 	o.Nodes, o.Trace, o.Load, o.Seed, o.Count, o.Config = repotest.OpenbNodes(), repotest.OpenbPods("default"), 0.9, 7, 300, cfg
