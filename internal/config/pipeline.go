@@ -18,8 +18,9 @@ type PipelineConfig struct {
 	// LogSeeds are the expert runs the logs stage simulates (sim section: cluster, pod list,
 	// policy, tune), one decision log each, unless datasets.logs names existing logs.
 	LogSeeds string `mapstructure:"log_seeds" yaml:"log_seeds"`
-	// Logs.Source, when set, is a folder of decision logs (*.jsonl: a cluster's, from
-	// `serve extender --log-dir` or `logs import`) the logs stage takes instead of simulating.
+	// Logs.Source, when set, is a folder or store prefix (s3://BUCKET/PREFIX) of decision logs
+	// (*.jsonl: a cluster's, from `serve extender --log-dir` or `logs import`) the logs stage
+	// takes instead of simulating.
 	Logs PipelineLogsConfig `mapstructure:"logs" yaml:"logs"`
 	// Model is the registry model name the publish stage publishes under.
 	Model string `mapstructure:"model" yaml:"model"`

@@ -38,6 +38,9 @@ func registerExpertLogs(envName string, make func(config.Config) (pipeline.Stage
 
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if src := cfg.Pipeline.Logs.Source; src != "" {
+		if strings.HasPrefix(src, "s3://") && cfg.Datasets.Logs == "" {
+			return newStoreLogs(src, cfg.Registry.S3)
+		}
 		return newSourceLogs(src, cfg.Datasets.Logs)
 	}
 	if cfg.Datasets.Logs != "" {
@@ -52,13 +55,14 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 }
 
 // newSourceLogs is the logs stage of pipeline.logs.source: every decision log (*.jsonl) of a
-// folder, such as the extender's --log-dir or the output of `schedrl logs import`.
+// folder, such as the extender's --log-dir or the output of `schedrl logs import` (a store
+// prefix is newStoreLogs).
 func newSourceLogs(src, datasetsLogs string) (*givenLogs, error) {
 	switch {
 	case datasetsLogs != "":
 		return nil, fmt.Errorf("pipeline.logs.source %q and datasets.logs %q: set one of them", src, datasetsLogs)
 	case strings.Contains(src, "://"):
-		return nil, fmt.Errorf("pipeline.logs.source %q: a store prefix is not read yet; copy the logs into a folder", src)
+		return nil, fmt.Errorf("pipeline.logs.source %q: want a folder or s3://BUCKET/PREFIX", src)
 	}
 	if st, err := os.Stat(src); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("pipeline.logs.source %q: not a folder", src)
@@ -124,16 +128,23 @@ func copyFile(src, dst string) (int64, error) {
 		return 0, err
 	}
 	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return 0, err
-	}
-	n, err := io.Copy(out, in)
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
+	n, err := copyReader(in, dst)
 	if err != nil {
 		return n, fmt.Errorf("copy %s: %w", src, err)
 	}
 	return n, nil
+}
+
+// copyReader writes r to dst (in the stage's output folder, which the pipeline publishes whole
+// only when the stage succeeds).
+func copyReader(r io.Reader, dst string) (int64, error) {
+	out, err := os.Create(dst)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, r)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }

@@ -23,7 +23,7 @@ func TestSourceLogs(t *testing.T) {
 	}
 	for _, tc := range []struct{ src, logs, want string }{
 		{dir, "x/*.jsonl", "set one of them"},
-		{"s3://bucket/logs", "", "store prefix is not read yet"},
+		{"gs://bucket/logs", "", "want a folder or s3://BUCKET/PREFIX"},
 		{filepath.Join(dir, "missing"), "", "not a folder"},
 		{t.TempDir(), "", "matches no file"},
 	} {
