@@ -5,15 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/testserver"
+	"github.com/schedrl/schedrl/kube/podlog"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/pipeline/stages"
 	"github.com/schedrl/schedrl/registry"
 )
 
@@ -133,4 +138,39 @@ func TestKubeSmokePipelineFromImportedLogs(t *testing.T) {
 		t.Errorf("pretrain metric %+v, want a validation agreement", m)
 	}
 	t.Logf("validation agreement with the imported scheduler: %+v", pre.Metric)
+}
+
+// checkStoreSource: the pipeline's logs stage with pipeline.logs.source set to src (where an
+// extender uploaded its closed logs) downloads exactly the logs named, each of which replays.
+func checkStoreSource(t *testing.T, cfg config.Config, src string, names []string) {
+	t.Helper()
+	cfg.Pipeline.Logs.Source, cfg.Datasets.Logs = src, ""
+	cfg.Pipeline.Stages, cfg.Pipeline.Dir = []string{"logs"}, t.TempDir()
+	p, err := stages.Build(cfg, stages.Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := p.Run(context.Background(), pipeline.Options{Dir: cfg.Pipeline.Dir, CodeRevision: "test", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatalf("logs stage from %s: %v", src, err)
+	}
+	out := stageOf(t, rec, "logs").Output.Dir
+	got, _ := filepath.Glob(filepath.Join(out, "*"))
+	for i := range got {
+		got[i] = filepath.Base(got[i])
+	}
+	if strings.Join(got, ",") != strings.Join(names, ",") {
+		t.Fatalf("logs stage from %s wrote %v, want %v", src, got, names)
+	}
+	for _, name := range names {
+		f, err := os.Open(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = podlog.Replay(f)
+		f.Close()
+		if err != nil {
+			t.Errorf("downloaded %s: %v", name, err)
+		}
+	}
 }

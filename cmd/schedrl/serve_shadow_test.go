@@ -316,8 +316,8 @@ func TestEvalShadowBadInput(t *testing.T) {
 
 // checkUploadedLog: with --log-dir s3://shadow/decisions the extender stopped leaves two
 // decision logs in the store (the switch began the second), each replays and names the model
-// that decided in it, and nothing stays in the spool; a bucket that does not exist stops the
-// uploader before it serves, named.
+// that decided in it, the pipeline's logs stage takes them from the store, and nothing stays in
+// the spool; a bucket that does not exist stops the uploader before it serves, named.
 func checkUploadedLog(t *testing.T, cfg config.Config, spool string) {
 	t.Helper()
 	ctx := context.Background()
@@ -355,6 +355,7 @@ func checkUploadedLog(t *testing.T, cfg config.Config, spool string) {
 	if !models["placement@1"] || !models["placement@2"] {
 		t.Errorf("decision log headers name %v, want placement@1 and placement@2", models)
 	}
+	checkStoreSource(t, cfg, "s3://shadow/decisions", names)
 	if left, _ := os.ReadDir(spool); len(left) > 0 {
 		t.Errorf("spool keeps %d files after the upload", len(left))
 	}
