@@ -5,11 +5,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,6 +104,40 @@ func execute(root *cobra.Command, args []string, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "schedrl:", err)
+		if hint := missingRepoFileHint(err, args); hint != "" {
+			fmt.Fprintln(stderr, "schedrl:", hint)
+		}
+		return 1
+	}
+	return 0
+}
+
+var missingRepoFile = regexp.MustCompile(`open ((?:data|configs)/[^:\s]+): no such file or directory`)
+
+// missingRepoFileHint names the keys to set when a command failed on a default repository
+// file that neither the working folder nor the binary's checkout has; the command's own
+// section's key first.
+func missingRepoFileHint(err error, args []string) string {
+	m := missingRepoFile.FindStringSubmatch(err.Error())
+	if m == nil {
+		return ""
+	}
+	keys := config.DefaultKeys(m[1])
+	if len(args) > 0 {
+		own := strings.ReplaceAll(args[0], "-", "_") + "."
+		slices.SortStableFunc(keys, func(a, b string) int {
+			return cmp.Compare(boolRank(!strings.HasPrefix(a, own)), boolRank(!strings.HasPrefix(b, own)))
+		})
+	}
+	if len(keys) == 0 {
+		return fmt.Sprintf("%s is a repository file: run from the checkout (or with data/ and configs/ beside the binary), or name the file with its flag", m[1])
+	}
+	return fmt.Sprintf("%s is the default of %s, a repository file: run from the checkout (or with data/ and configs/ beside the binary), or pass --set %s=PATH",
+		m[1], strings.Join(keys, ", "), keys[0])
+}
+
+func boolRank(b bool) int {
+	if b {
 		return 1
 	}
 	return 0

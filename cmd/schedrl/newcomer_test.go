@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -212,5 +213,18 @@ func TestBinaryFromElsewhereFindsItsData(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("schedrl %s from %s: %v\n%s", strings.Join(args, " "), elsewhere, err, out)
 		}
+	}
+}
+
+// A command that fails on a default repository file, from a folder with no checkout in reach,
+// says which key to set.
+func TestMissingRepoFileNamesTheKey(t *testing.T) {
+	t.Chdir(t.TempDir())
+	var stderr bytes.Buffer
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	code := execute(root, []string{"sim", "--policy", "fgd", "--seeds", "42"}, &stderr)
+	if code == 0 || !strings.Contains(stderr.String(), "--set sim.nodes=PATH") {
+		t.Fatalf("exit %d, stderr %q: want the key to set", code, stderr.String())
 	}
 }

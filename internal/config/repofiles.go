@@ -76,3 +76,17 @@ func executable() string {
 	}
 	return p
 }
+
+// DefaultKeys lists the keys whose built-in default is path ("sim.nodes" for the openb node
+// list), for an error that says which key to set when that file is missing.
+func DefaultKeys(path string) []string {
+	keys, _ := schemaOf(reflect.TypeFor[Config]())
+	def := reflect.ValueOf(Default())
+	var out []string
+	for _, key := range sortedKeys(keys) {
+		if lf := keys[key]; lf.typ.Kind() == reflect.String && lf.get(def).String() == path {
+			out = append(out, key)
+		}
+	}
+	return out
+}
