@@ -30,8 +30,13 @@ const (
 // metricsFile is an eval report's metrics; its "schema" names the report kind.
 const metricsFile = "metrics.json"
 
+// runRecordFile is a fine-tune's run record (finetune.RecordFile). A folder with it and no
+// manifest is a fine-tune stopped before its first checkpoint: its rerun resumes there, so the
+// folder is a checkpoint in the making, not a folder of logs.
+const runRecordFile = "metrics.jsonl"
+
 // DirOf tells what the existing directory dir holds: Empty; a Checkpoint or Dataset by its
-// manifest; an EvalReport by its metrics.json; a LogSet when it holds only decision logs
+// manifest; an EvalReport by its metrics.json; a Checkpoint by a fine-tune's run record; a LogSet when it holds only decision logs
 // (*.jsonl) and set markers (*INCOMPLETE); else Unknown. Output checks use it so that --force
 // never replaces one kind of output with another.
 func DirOf(dir string) (Kind, error) {
@@ -52,6 +57,9 @@ func DirOf(dir string) (Kind, error) {
 		if json.Unmarshal(data, &m) == nil && strings.HasPrefix(m.Schema, "schedrl.eval.") {
 			return EvalReport, nil
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, runRecordFile)); err == nil {
+		return Checkpoint, nil
 	}
 	for _, e := range entries {
 		name := e.Name()

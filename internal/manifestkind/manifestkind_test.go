@@ -45,3 +45,22 @@ func TestExpect(t *testing.T) {
 		}
 	}
 }
+
+// A fine-tune killed before its first checkpoint leaves only its run record; rerunning the same
+// command must resume there, so the folder is a checkpoint, not a folder of decision logs.
+func TestDirOfUnfinishedFinetune(t *testing.T) {
+	root := t.TempDir()
+	cases := map[string]Kind{"metrics.jsonl": Checkpoint, "seed-42.jsonl": LogSet}
+	for file, want := range cases {
+		dir := filepath.Join(root, file+".d")
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, file), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := DirOf(dir); err != nil || got != want {
+			t.Errorf("DirOf(folder with %s) = %v, %v; want %v", file, got, err, want)
+		}
+	}
+}
