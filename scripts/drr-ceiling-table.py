@@ -3,22 +3,11 @@ JSON runs of scripts/drr-ceiling-table.sh, per setting (pods, load) and placer x
 means of the time-averaged fragmentation rate and QoS, then each run paired (seed by seed) with
 FGD without rescheduling: the rate's difference with its 95% t interval, the ratio of the seed
 means, and how much of the issue's bar (half of FGD's rate) the cut reaches."""
-import glob, json, math, os, sys
-from collections import defaultdict
+import sys
 
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571}
-runs = defaultdict(dict)  # (pods, load) -> (placer, method) -> seed -> json
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
-    pods, load, seed, placer, method = os.path.basename(f)[:-5].split("_")
-    runs[(pods, load)].setdefault((placer, method), {})[seed] = json.load(open(f))
+from drr_runs import interval, load, mean
 
-def mean(x): return sum(x) / len(x)
-
-def interval(d):
-    m = mean(d)
-    if len(d) < 2: return m, float("nan")
-    sd = math.sqrt(sum((v - m) ** 2 for v in d) / (len(d) - 1))
-    return m, T975[len(d) - 1] * sd / math.sqrt(len(d))
+runs = load(sys.argv[1])
 
 def order(pm):
     placer, method = pm

@@ -3,23 +3,12 @@ setting (pods, load) and placer x method the seed means of the time-averaged fra
 QoS and readiness; then the paired (seed by seed) difference of the fragmentation rate against
 FGD without rescheduling, with its 95% t interval, and the share of the gap between FGD-none and
 the oracle (repack at each check) that each method closes."""
-import glob, json, math, os, sys
-from collections import defaultdict
+import sys
 
-T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
+from drr_runs import interval, load, mean
+
 ORDER = ["none", "greedy", "cos-sim", "frag-one-pod", "frag-multi-pod", "high-node-utilization", "make-room", "oracle", "oracle60"]
-runs = defaultdict(dict)  # (pods, load) -> (placer, method) -> seed -> json
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "*.json"))):
-    pods, load, seed, placer, method = os.path.basename(f)[:-5].split("_")
-    runs[(pods, load)].setdefault((placer, method), {})[seed] = json.load(open(f))
-
-def mean(x): return sum(x) / len(x)
-
-def interval(d):
-    m = mean(d)
-    if len(d) < 2: return m, float("nan")
-    sd = math.sqrt(sum((v - m) ** 2 for v in d) / (len(d) - 1))
-    return m, T975[len(d) - 1] * sd / math.sqrt(len(d))
+runs = load(sys.argv[1])
 
 def kind(r, k): return r["queue_delay_by_kind"].get(k, {}).get("mean_s", 0.0)
 
