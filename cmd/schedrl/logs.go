@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,8 @@ type logsImportOptions struct {
 	Kubeconfig string
 	Dumps      []string
 	Out        string
+	Pods       string
+	Nodes      string
 	Coverage   float64
 	Timeout    time.Duration
 	Stdout     io.Writer
@@ -40,17 +43,23 @@ func newLogsImportCmd(runF func(context.Context, *logsImportOptions) error) *cob
 	}
 	opts := &logsImportOptions{}
 	cmd := &cobra.Command{
-		Use:   "import (--kubeconfig FILE | --dump FILE...) --out LOG",
+		Use:   "import (--kubeconfig FILE | --dump FILE...) --out LOG [--pods PODS.csv] [--nodes NODES.csv]",
 		Short: "Write the decision log of what a Kubernetes cluster's scheduler did with its pods",
 		Long: "Reads a cluster's Node and Pod objects, live through --kubeconfig or from dumps of\n" +
 			"`kubectl get nodes,pods -o json` (several dumps of one cluster in the order they were taken),\n" +
 			"and writes a version-2 decision log: creation -> arrive, PodScheduled time and nodeName -> bind,\n" +
 			"containers' finish -> complete, deletion or absence from a later dump -> delete. GPU requests\n" +
 			"follow docs/deploy.md; pods without alibabacloud.com/gpu-index get the tightest-fitting GPUs.\n" +
-			"Pods whose history is incomplete are counted and listed. See docs/decision-log.md.",
+			"Pods whose history is incomplete are counted and listed. See docs/decision-log.md.\n\n" +
+			"--pods and --nodes also write the history as an openb pod list and node list (the columns of\n" +
+			"data/openb, times in whole seconds from the first event, one row per pod of the log with the\n" +
+			"log's binds; pods still running or waiting at the end get its time as deletion_time): point\n" +
+			"sim.pods and sim.nodes at them and fine-tuning and eval resample the cluster's own workload.",
 		Example: "  kubectl get nodes,pods -A -o json > monday.json\n" +
 			"  schedrl logs import --dump monday.json --dump tuesday.json --out runs/cluster.jsonl\n" +
-			"  schedrl logs import --kubeconfig ~/.kube/config --out runs/cluster.jsonl",
+			"  schedrl logs import --kubeconfig ~/.kube/config --out runs/cluster.jsonl\n" +
+			"  schedrl logs import --dump monday.json --out runs/cluster.jsonl --pods runs/pods.csv --nodes runs/nodes.csv\n" +
+			"  schedrl sim --set sim.pods=runs/pods.csv --set sim.nodes=runs/nodes.csv",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Stdout = cmd.OutOrStdout()
@@ -61,6 +70,11 @@ func newLogsImportCmd(runF func(context.Context, *logsImportOptions) error) *cob
 	f.StringVar(&opts.Kubeconfig, "kubeconfig", "", "read the cluster live through this kubeconfig")
 	f.StringArrayVar(&opts.Dumps, "dump", nil, "a `kubectl get nodes,pods -o json` dump (repeat, oldest first)")
 	f.StringVar(&opts.Out, "out", "", "decision log to write (required)")
+	f.StringVar(&opts.Pods, "pods", "", "also write the history as an openb pod list (CSV)")
+	f.StringVar(&opts.Nodes, "nodes", "", "also write the cluster's nodes as an openb node list (CSV)")
+	for _, name := range []string{"out", "pods", "nodes"} {
+		markOutput(f, name, fileOutput)
+	}
 	f.Float64Var(&opts.Coverage, "coverage", 0.95, "share of the imported requests the header's typical shapes cover")
 	f.DurationVar(&opts.Timeout, "api-timeout", 30*time.Second, "deadline of each API server request (--kubeconfig)")
 	return cmd
@@ -72,6 +86,20 @@ func runLogsImport(ctx context.Context, opts *logsImportOptions) error {
 		return errors.New("--out: required")
 	case (opts.Kubeconfig == "") == (len(opts.Dumps) == 0):
 		return errors.New("give --kubeconfig FILE or --dump FILE (one or more), not both")
+	}
+	outs := map[string]string{}
+	for _, o := range []struct{ flag, path string }{{"--out", opts.Out}, {"--pods", opts.Pods}, {"--nodes", opts.Nodes}} {
+		if o.path == "" {
+			continue
+		}
+		abs, err := filepath.Abs(o.path)
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", o.flag, o.path, err)
+		}
+		if prev, dup := outs[abs]; dup {
+			return fmt.Errorf("%s %s: the same file as %s", o.flag, o.path, prev)
+		}
+		outs[abs] = o.flag
 	}
 	var snaps []podlog.Snapshot
 	if opts.Kubeconfig != "" {
@@ -92,17 +120,47 @@ func runLogsImport(ctx context.Context, opts *logsImportOptions) error {
 		}
 		snaps = append(snaps, s)
 	}
-	f, err := atomicfile.Create(opts.Out, 0o644)
+	// Every output is written under a temporary name and renamed only once the import has
+	// succeeded: a failed import leaves none of them.
+	var files []*atomicfile.File
+	defer func() {
+		for _, f := range files {
+			f.Abort()
+		}
+	}()
+	create := func(path string) (*atomicfile.File, error) {
+		f, err := atomicfile.Create(path, 0o644)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	f, err := create(opts.Out)
 	if err != nil {
 		return err
 	}
-	defer f.Abort()
-	rep, err := podlog.Import(snaps, f, podlog.ImportOptions{Coverage: opts.Coverage})
+	iopts := podlog.ImportOptions{Coverage: opts.Coverage}
+	for _, o := range []struct {
+		path string
+		w    *io.Writer
+	}{{opts.Pods, &iopts.PodList}, {opts.Nodes, &iopts.NodeList}} {
+		if o.path == "" {
+			continue
+		}
+		lf, err := create(o.path)
+		if err != nil {
+			return err
+		}
+		*o.w = lf
+	}
+	rep, err := podlog.Import(snaps, f, iopts)
 	if err != nil {
 		return err
 	}
-	if err := f.Commit(); err != nil {
-		return err
+	for _, f := range files {
+		if err := f.Commit(); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(opts.Stdout, "%s: %d nodes, %d pods: %d bound (%d with GPUs assigned by the tightest-fit rule), %d completed, %d deleted, %d waiting\n",
 		opts.Out, rep.Nodes, rep.Pods, rep.Binds, rep.GPUIndexAssigned, rep.Completes, rep.Deletes, rep.Waiting)
@@ -119,7 +177,20 @@ func runLogsImport(ctx context.Context, opts *logsImportOptions) error {
 			fmt.Fprintf(opts.Stdout, "incomplete history: %d pods %s: %s\n", len(gap.pods), gap.what, abbreviate(gap.pods, 5))
 		}
 	}
+	if iopts.PodList != nil || iopts.NodeList != nil {
+		o := rep.Openb
+		fmt.Fprintf(opts.Stdout, "openb lists: %s%s%d pods, %d nodes, %d s of history; %d pods still running and %d waiting at its end have deletion_time %d\n",
+			labelled("pods", opts.Pods), labelled("nodes", opts.Nodes), o.Pods, o.Nodes, o.Span, o.Running, o.Waiting, o.Span)
+	}
 	return nil
+}
+
+// labelled is "what PATH, " for a path given, else "".
+func labelled(what, path string) string {
+	if path == "" {
+		return ""
+	}
+	return what + " " + path + ", "
 }
 
 // abbreviate lists the first n names and how many more.

@@ -105,6 +105,9 @@ type ImportOptions struct {
 	// Coverage is the share of the imported requests the header's typical shapes cover (0.95).
 	Coverage float64
 	Meta     map[string]string
+	// PodList and NodeList, when set, receive the history as an openb pod list and node list
+	// (writeOpenb): the workload fine-tuning and eval resample.
+	PodList, NodeList io.Writer
 }
 
 // Report says what an import wrote and where the history was incomplete.
@@ -119,6 +122,8 @@ type Report struct {
 	// Refused are the binds the model refuses (a GPU model or share the scheduler did not
 	// honour: kube-scheduler reads neither annotation): the pod stays waiting in the log.
 	Refused []string
+	// Openb says how the history became the openb lists (zero without PodList and NodeList).
+	Openb OpenbReport
 }
 
 // Incomplete is the number of pods whose history had a gap the import filled by its rules.
@@ -338,10 +343,13 @@ func Import(snaps []Snapshot, w io.Writer, opts ImportOptions) (Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	byTask := map[string]*corev1.Pod{} // the log's task names (name#2 for a reused name)
 	for _, ev := range events {
 		switch ev.typ {
 		case sim.EvArrive:
-			err = rec.Arrive(ev.at, ev.uid, ev.task, ev.req)
+			if err = rec.Arrive(ev.at, ev.uid, ev.task, ev.req); err == nil {
+				byTask[rec.tasks[ev.uid].name] = hist[ev.uid].pod
+			}
 		case sim.EvBind:
 			if berr := rec.Bind(ev.at, ev.uid, ev.node, ev.gpus, sim.EvBind); berr != nil {
 				rep.Refused = append(rep.Refused, berr.Error())
@@ -358,6 +366,15 @@ func Import(snaps []Snapshot, w io.Writer, opts ImportOptions) (Report, error) {
 		return rep, err
 	}
 	rep.GPUIndexAssigned = rec.Assigned
+	if opts.PodList != nil || opts.NodeList != nil {
+		end := epoch
+		for _, t := range snapTime {
+			end = later(end, t)
+		}
+		if rep.Openb, err = writeOpenb(buf.Bytes(), end.Sub(epoch).Seconds(), byTask, opts.PodList, opts.NodeList); err != nil {
+			return rep, err
+		}
+	}
 	_, err = w.Write(buf.Bytes())
 	return rep, err
 }
