@@ -5,8 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/schedrl/schedrl/internal/repotest"
+	"github.com/schedrl/schedrl/kube"
+	"github.com/schedrl/schedrl/kube/podlog"
+	"github.com/schedrl/schedrl/sim"
 )
 
 // dumpJSON is a one-node dump with pod a bound to node (and b waiting), as kubectl writes it.
@@ -50,5 +56,73 @@ func TestLogsImport(t *testing.T) {
 	}
 	if err := runLogsImport(context.Background(), &logsImportOptions{Dumps: []string{good}, Kubeconfig: "k", Out: bl}); err == nil {
 		t.Error("--dump with --kubeconfig accepted")
+	}
+}
+
+// TestLogsImportOpenbLists is docs/deploy.md's path from a cluster's history to the workload
+// fine-tuning and eval resample: `logs import --pods --nodes` on the pipeline test's dump
+// writes lists the simulator's readers accept, with a row per imported pod and the dump's
+// totals, and sim, eval (arrival and timed), and finetune run on them through --set.
+func TestLogsImportOpenbLists(t *testing.T) {
+	t.Chdir(repotest.Root()) // configs/smoke.yaml and the sections' default tables
+	dir := t.TempDir()
+	dump := filepath.Join(dir, "cluster.json")
+	packedDump(t, dump, 0)
+	pods, nodes := filepath.Join(dir, "pods.csv"), filepath.Join(dir, "nodes.csv")
+	code, out := inProcess(t, "logs", "import", "--dump", dump, "--out", filepath.Join(dir, "cluster.jsonl"), "--pods", pods, "--nodes", nodes)
+	if code != 0 || !strings.Contains(out, "openb lists: pods "+pods+", nodes "+nodes+", 40 pods, 6 nodes") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	snap, err := podlog.ReadDump(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got struct{ cpu, mem, gpuMilli, bound int64 }
+	for i := range snap.Pods {
+		task, err := kube.TaskOf(&snap.Pods[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want.cpu, want.mem, want.gpuMilli = want.cpu+task.CPU, want.mem+task.Mem, want.gpuMilli+int64(task.NumGPU)*task.GPUMilli
+		if snap.Pods[i].Spec.NodeName != "" {
+			want.bound++
+		}
+	}
+	tasks, err := sim.LoadTasks(pods)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		got.cpu, got.mem, got.gpuMilli = got.cpu+task.CPU, got.mem+task.Mem, got.gpuMilli+int64(task.NumGPU)*task.GPUMilli
+		if task.Scheduled >= 0 {
+			got.bound++
+		}
+	}
+	if len(tasks) != len(snap.Pods) || got != want {
+		t.Errorf("pod list: %d rows, totals %+v; dump: %d pods, %+v", len(tasks), got, len(snap.Pods), want)
+	}
+	if n, err := sim.LoadNodes(nodes); err != nil || len(n) != len(snap.Nodes) {
+		t.Errorf("node list: %d nodes (%v), dump %d", len(n), err, len(snap.Nodes))
+	}
+	lists := []string{"--set", "sim.pods=" + pods, "--set", "sim.nodes=" + nodes}
+	if code, out := inProcess(t, append([]string{"sim", "--policy", "fgd", "--seed", "1"}, lists...)...); code != 0 || !strings.Contains(out, "fgd seed 1:") {
+		t.Errorf("sim: exit %d:\n%s", code, out)
+	}
+	eval := []string{"eval", "--set", "eval.traces=" + pods, "--set", "eval.nodes=" + nodes, "--set", "eval.seeds=49"}
+	for _, extra := range [][]string{
+		{"--set", "eval.policies=bestfit,fgd", "--set", "eval.paper_overlay=false", "--set", "eval.out=" + filepath.Join(dir, "eval")},
+		{"--set", "eval.policies=fgd", "--set", "eval.timed.kind=tasks", "--set", "eval.timed.load=0.5", "--set", "eval.timed.tasks=60",
+			"--set", "eval.timed.warmup=0", "--set", "eval.out=" + filepath.Join(dir, "eval-timed")},
+	} {
+		if code, out := inProcess(t, append(slices.Clone(eval), extra...)...); code != 0 || !strings.Contains(out, "report: ") {
+			t.Errorf("%v: exit %d:\n%s", extra, code, out)
+		}
+	}
+	ft := filepath.Join(dir, "ft")
+	code, out = inProcess(t, "finetune", "--config", "configs/smoke.yaml", "--set", "finetune.from=none", "--set", "finetune.traces="+pods,
+		"--set", "finetune.nodes="+nodes, "--set", "finetune.cluster_sizes=0", "--set", "finetune.eval_cluster_size=0",
+		"--set", "finetune.total_steps=64", "--set", "finetune.rollout_steps=16", "--set", "finetune.num_envs=2", "--set", "finetune.out="+ft)
+	if code != 0 || !strings.Contains(out, "fine-tuned "+ft) {
+		t.Errorf("finetune: exit %d:\n%s", code, out)
 	}
 }
