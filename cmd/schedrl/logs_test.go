@@ -73,6 +73,18 @@ func TestLogsImportOpenbLists(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "openb lists: pods "+pods+", nodes "+nodes+", 40 pods, 6 nodes") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pods", filepath.Join(dir, "no", "pods.csv")}, "--pods " + filepath.Join(dir, "no", "pods.csv") + ": folder " + filepath.Join(dir, "no") + " does not exist"},
+		{[]string{"--pods", filepath.Join(dir, "bad.jsonl")}, "--pods " + filepath.Join(dir, "bad.jsonl") + ": the same file as --out"},
+	} {
+		code, out := inProcess(t, append([]string{"logs", "import", "--dump", dump, "--out", filepath.Join(dir, "bad.jsonl")}, bad.args...)...)
+		if left, _ := filepath.Glob(filepath.Join(dir, "*bad*")); code == 0 || !strings.Contains(out, bad.want) || len(left) != 0 {
+			t.Errorf("%v: exit %d, left %v:\n%s", bad.args, code, left, out)
+		}
+	}
 	snap, err := podlog.ReadDump(dump)
 	if err != nil {
 		t.Fatal(err)
