@@ -100,18 +100,45 @@ func TestImportDefaultScheduler(t *testing.T) {
 		}
 		snaps = append(snaps, s)
 	}
-	var buf bytes.Buffer
-	rep, err := podlog.Import(snaps, &buf, podlog.ImportOptions{})
+	var buf, podList, nodeList bytes.Buffer
+	rep, err := podlog.Import(snaps, &buf, podlog.ImportOptions{PodList: &podList, NodeList: &nodeList})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// SCHEDRL_PODLOG_KEEP=DIR keeps the imported log (docs/decision-log.md clones it).
+	// SCHEDRL_PODLOG_KEEP=DIR keeps the imported log and its openb lists (docs/decision-log.md
+	// clones the log and fine-tunes and evaluates on the lists).
 	if keep := os.Getenv("SCHEDRL_PODLOG_KEEP"); keep != "" {
 		dir = keep
 	}
 	logPath := filepath.Join(dir, "cluster.jsonl")
-	if err := os.WriteFile(logPath, buf.Bytes(), 0o644); err != nil {
+	for path, data := range map[string][]byte{logPath: buf.Bytes(), filepath.Join(dir, "cluster-pods.csv"): podList.Bytes(),
+		filepath.Join(dir, "cluster-nodes.csv"): nodeList.Bytes()} {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The openb lists read back by the simulator's readers: a row per imported pod, the
+	// submitted workload's totals, a scheduled_time per bind of the log, the log's nodes.
+	tasks, err := sim.LoadTasks(filepath.Join(dir, "cluster-pods.csv"))
+	if err != nil {
 		t.Fatal(err)
+	}
+	var want, gotTot [3]int64
+	for _, w := range p.Workload[:400] {
+		want[0], want[1], want[2] = want[0]+w.CPU, want[1]+w.Mem, want[2]+int64(w.NumGPU)*w.GPUMilli
+	}
+	scheduled := 0
+	for _, task := range tasks {
+		gotTot[0], gotTot[1], gotTot[2] = gotTot[0]+task.CPU, gotTot[1]+task.Mem, gotTot[2]+int64(task.NumGPU)*task.GPUMilli
+		if task.Scheduled >= 0 {
+			scheduled++
+		}
+	}
+	if len(tasks) != 400 || gotTot != want || scheduled != rep.Binds {
+		t.Errorf("pod list: %d rows, cpu/mem/gpu-milli %v, %d scheduled; want 400, %v, %d binds", len(tasks), gotTot, scheduled, want, rep.Binds)
+	}
+	if n, err := sim.LoadNodes(filepath.Join(dir, "cluster-nodes.csv")); err != nil || len(n) != rep.Nodes {
+		t.Errorf("node list: %d nodes (%v), log %d", len(n), err, rep.Nodes)
 	}
 	got := readLogs(t, []string{logPath})
 	if len(rep.DeletedBetweenDumps) != len(gone) || rep.Pods != 400 || len(got.arrived) != 400 {
