@@ -58,8 +58,8 @@ func newLogsImportCmd(runF func(context.Context, *logsImportOptions) error) *cob
 		Example: "  kubectl get nodes,pods -A -o json > monday.json\n" +
 			"  schedrl logs import --dump monday.json --dump tuesday.json --out runs/cluster.jsonl\n" +
 			"  schedrl logs import --kubeconfig ~/.kube/config --out runs/cluster.jsonl\n" +
-			"  schedrl logs import --dump monday.json --out runs/cluster.jsonl --pods runs/pods.csv --nodes runs/nodes.csv\n" +
-			"  schedrl sim --set sim.pods=runs/pods.csv --set sim.nodes=runs/nodes.csv",
+			"  schedrl logs import --dump monday.json --out runs/cluster.jsonl --pods cluster-pods.csv --nodes cluster-nodes.csv\n" +
+			"  schedrl sim --set sim.pods=cluster-pods.csv --set sim.nodes=cluster-nodes.csv",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.Stdout = cmd.OutOrStdout()
