@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,13 +17,29 @@ import (
 // so no flag state carries over between commands).
 func schedrl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	var out bytes.Buffer
+	err := execSchedrl(&out, &out, args...)
+	return out.String(), err
+}
+
+// schedrlJSON runs schedrl as schedrl does and decodes its stdout into v; progress and logs go
+// to stderr, which is returned after the output for the failure message.
+func schedrlJSON(t *testing.T, v any, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := execSchedrl(&stdout, &stderr, args...)
+	if err == nil {
+		err = json.Unmarshal(stdout.Bytes(), v)
+	}
+	return stdout.String() + stderr.String(), err
+}
+
+func execSchedrl(stdout, stderr io.Writer, args ...string) error {
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "SCHEDRL_TEST_AS_CLI=1")
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	return out.String(), err
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	return cmd.Run()
 }
 
 // TestDefragBehaviourCloningEndToEnd: greedy migration logs of training seeds (defrag demos),
@@ -68,10 +85,10 @@ func TestDefragBehaviourCloningEndToEnd(t *testing.T) {
 	}
 
 	// The checkpoint also plans in the running cluster, at each invocation of defrag online.
-	out, err = schedrl(t, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
-		"--duration", "7200", "--warmup", "3600", "--cap", "3600", "--every", "600", "--head-wait", "60", "--budget", "4", "--model", ckpt, "--json")
 	var online defragOnlineSummary
-	if err != nil || json.Unmarshal([]byte(out), &online) != nil || online.Method != "model:"+ckpt || online.Invocations == 0 ||
+	out, err = schedrlJSON(t, &online, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
+		"--duration", "7200", "--warmup", "3600", "--cap", "3600", "--every", "600", "--head-wait", "60", "--budget", "4", "--model", ckpt, "--json")
+	if err != nil || online.Method != "model:"+ckpt || online.Invocations == 0 ||
 		online.Migrations > 4*online.Invocations {
 		t.Fatalf("defrag online --model: %v\n%s", err, out)
 	}
@@ -82,11 +99,11 @@ func TestDefragBehaviourCloningEndToEnd(t *testing.T) {
 			t.Fatalf("schedrl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	out, err = schedrl(t, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
+	var byAlias defragOnlineSummary
+	out, err = schedrlJSON(t, &byAlias, "defrag", "online", "--pods", "data/openb/openb_pod_list_default.csv", "--load", "1.1", "--seed", "3",
 		"--duration", "7200", "--warmup", "3600", "--cap", "3600", "--every", "600", "--head-wait", "60", "--budget", "4",
 		"--model", "defrag@champion", store, "--json")
-	var byAlias defragOnlineSummary // the registry logs its pull (stderr) before the JSON
-	if err != nil || json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &byAlias) != nil || byAlias.Method != "model:defrag@champion" || byAlias.Invocations == 0 {
+	if err != nil || byAlias.Method != "model:defrag@champion" || byAlias.Invocations == 0 {
 		t.Fatalf("defrag online --model defrag@champion: %v\n%s", err, out)
 	}
 

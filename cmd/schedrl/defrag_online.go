@@ -479,6 +479,7 @@ func readiness(r *tasks.Result) (gpusMean float64, gpusMin int, nodesMean float6
 
 // progress wraps a run's defragmenter so that each invocation reports the simulated time
 // reached on stderr: a day's timeline takes minutes, and --json keeps stdout for the result.
+// It counts up to --duration, the last arrival; the drain after it is not known in advance.
 func (o *defragOnlineOptions) progress(d tasks.Defragmenter) tasks.Defragmenter {
 	w, terminal := o.Err, false
 	if w == nil {
@@ -486,17 +487,18 @@ func (o *defragOnlineOptions) progress(d tasks.Defragmenter) tasks.Defragmenter 
 	}
 	p := pipeline.NewProgress(w, terminal, "defrag online")
 	p.Start(int64(o.Duration), "simulated s")
-	return &progressHook{Defragmenter: d, p: p}
+	return &progressHook{Defragmenter: d, p: p, total: int64(o.Duration)}
 }
 
 type progressHook struct {
 	tasks.Defragmenter
-	p    pipeline.Progress
-	done int64 // simulated seconds reported
+	p     pipeline.Progress
+	done  int64 // simulated seconds reported
+	total int64
 }
 
 func (h *progressHook) Invoke(v *tasks.View) (float64, error) {
-	if now := int64(v.Now()); now > h.done {
+	if now := min(int64(v.Now()), h.total); now > h.done {
 		h.p.Add(now - h.done)
 		h.done = now
 	}
