@@ -22,7 +22,6 @@ import (
 	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/pipeline"
-	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -227,7 +226,7 @@ func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, erro
 		}
 		dir := o.Model
 		if _, statErr := os.Stat(dir); statErr != nil && strings.Contains(dir, "@") {
-			if dir, err = o.pull(ctx); err != nil {
+			if dir, _, err = pullModel(ctx, o.Registry, o.Model, slog.Default()); err != nil {
 				return nil, err
 			}
 			defer os.RemoveAll(filepath.Dir(dir))
@@ -242,26 +241,6 @@ func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, erro
 		return nil, nil
 	}
 	return online.NewPlanner(o.Method)
-}
-
-// pull downloads the registry version o.Model names into a temporary directory.
-func (o *defragOnlineOptions) pull(ctx context.Context) (string, error) {
-	r, err := registry.Open(o.Registry, slog.Default())
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp("", "schedrl-defrag-online-")
-	if err != nil {
-		return "", err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute) // a checkpoint is a few MB
-	defer cancel()
-	dir := filepath.Join(tmp, "model")
-	if _, err := r.Pull(ctx, o.Model, dir, false); err != nil {
-		os.RemoveAll(tmp)
-		return "", withModelHint(o.Model, fmt.Errorf("%s: %w", o.Model, err))
-	}
-	return dir, nil
 }
 
 // timeline reads the node and pod lists into the run's timeline.

@@ -254,8 +254,8 @@ func (p *refPuller) dir(ref eval.PolicyRef) (string, error) {
 		}
 	}
 	dest := filepath.Join(p.pulled, ref.Name+"@"+ref.Tag)
-	if err := pullVersion(p.cfg, ref, dest, p.log); err != nil {
-		return "", err
+	if _, err := pullInto(context.Background(), p.cfg.Registry, ref.Raw, dest, true, p.log); err != nil {
+		return "", fmt.Errorf("policy %q: %w", ref.Raw, err)
 	}
 	return dest, nil
 }

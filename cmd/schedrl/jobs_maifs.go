@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -12,7 +11,6 @@ import (
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
-	"github.com/schedrl/schedrl/registry"
 )
 
 // maifsDecodes are --maifs-decode's values: the coordinated decoder, and the ablation without
@@ -95,18 +93,4 @@ func maifsResolver(cfg config.Config, log *slog.Logger) (eval.FungibleResolver, 
 			return p, nil
 		}, nil
 	}, pull.cleanup
-}
-
-// pullVersion pulls a registry reference's version into dest, within registry.deadline.
-func pullVersion(cfg config.Config, ref eval.PolicyRef, dest string, log *slog.Logger) error {
-	reg, err := registry.Open(cfg.Registry, log)
-	if err != nil {
-		return fmt.Errorf("policy %q: %w", ref.Raw, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.Registry.Deadline)
-	defer cancel()
-	if _, err := reg.Pull(ctx, ref.Raw, dest, true); err != nil {
-		return fmt.Errorf("policy %q: %w", ref.Raw, err)
-	}
-	return nil
 }

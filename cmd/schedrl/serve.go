@@ -243,27 +243,6 @@ func servePlacer(ctx context.Context, opts *serveExtenderOptions) (sim.Placer, r
 	return loadModelPlacer(ctx, opts.Config, opts.Model, opts.Log)
 }
 
-// pullModel pulls a registry version into a new temporary folder (removed on error).
-func pullModel(ctx context.Context, cfg config.Config, ref string, log *slog.Logger) (string, registry.Version, error) {
-	reg, err := registry.Open(cfg.Registry, log)
-	if err != nil {
-		return "", registry.Version{}, fmt.Errorf("model %s: %w", ref, err)
-	}
-	tmp, err := os.MkdirTemp("", "schedrl-serve-model-")
-	if err != nil {
-		return "", registry.Version{}, err
-	}
-	dir := filepath.Join(tmp, "model")
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	v, err := reg.Pull(pctx, ref, dir, false)
-	if err != nil {
-		os.RemoveAll(tmp)
-		return "", registry.Version{}, withModelHint(ref, fmt.Errorf("model %s: pull: %w", ref, err))
-	}
-	return dir, v, nil
-}
-
 // serveDefragOptions configure `schedrl serve defrag`.
 type serveDefragOptions struct {
 	kubeFlags
@@ -375,7 +354,7 @@ func defragPlanner(ctx context.Context, opts *serveDefragOptions) (defrag.Planne
 		p, err := defrag.NewPlanner(opts.Method)
 		return p, func() {}, err
 	}
-	dir, _, err := pullModel(ctx, opts.Config, opts.Model, opts.Log)
+	dir, _, err := pullModel(ctx, opts.Config.Registry, opts.Model, opts.Log)
 	if err != nil {
 		return nil, func() {}, err
 	}

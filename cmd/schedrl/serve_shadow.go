@@ -76,7 +76,7 @@ func modelLabel(v registry.Version) string { return v.Ref() + " " + short(v.Dige
 // loadModelPlacer pulls a registry version (every file's sha256 verified) into a temporary
 // folder and loads it as a placer; cleanup removes the folder.
 func loadModelPlacer(ctx context.Context, cfg config.Config, ref string, log *slog.Logger) (sim.Placer, registry.Version, func(), error) {
-	dir, v, err := pullModel(ctx, cfg, ref, log)
+	dir, v, err := pullModel(ctx, cfg.Registry, ref, log)
 	if err != nil {
 		return nil, registry.Version{}, func() {}, err
 	}
