@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,15 +18,12 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/internal/testserver"
-	"github.com/schedrl/schedrl/kube/extender"
 	"github.com/schedrl/schedrl/kube/kubetest"
 	"github.com/schedrl/schedrl/kube/podlog"
 	"github.com/schedrl/schedrl/kube/shadowlog"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/registry"
-	"github.com/schedrl/schedrl/sim"
 )
 
 // publishNet publishes a freshly initialised network of envName (seeded) as a version of model.
@@ -142,36 +138,11 @@ func TestServeExtenderShadowAndSwitch(t *testing.T) {
 		}
 	}
 
-	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(), PodsPath: repotest.OpenbPods("default"),
-		Tune: 1.3, Seed: 42, Coverage: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	k, err := testserver.StartKube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if err := kubetest.RegisterNodes(ctx, k, p.Nodes); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := k.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
+	p, k, opts := openbExtenderCluster(ctx, t, cfg)
+	addr := opts.Endpoint.Listener.Addr().String()
 	shadowDir := t.TempDir()
-	opts := serveExtenderOptions{
-		kubeFlags:     kubeFlags{Kubeconfig: kubeconfig, QPS: 500, Burst: 1000, APITimeout: 10 * time.Second, SyncTimeout: time.Minute},
-		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
-		shadowFlags: shadowFlags{Shadow: "placement@candidate", ShadowQueue: 1000, ShadowLog: shadowDir,
-			ShadowLogBytes: 64 << 10, ModelPoll: 200 * time.Millisecond},
-		Endpoint: extender.Endpoint{Listener: ln}, Model: "placement@champion", Config: cfg, Log: slog.Default(),
-	}
+	opts.shadowFlags = shadowFlags{Shadow: "placement@candidate", ShadowQueue: 1000, ShadowLog: shadowDir,
+		ShadowLogBytes: 64 << 10, ModelPoll: 200 * time.Millisecond}
 	spool := t.TempDir()
 	opts.decisionLogFlags = decisionLogFlags{LogDir: "s3://shadow/decisions", LogSpool: spool, LogMaxBytes: 64 << 20,
 		LogMaxAge: time.Hour, LogUploadGap: time.Hour}

@@ -70,35 +70,11 @@ func placementRegistry(t *testing.T) (config.Config, string) {
 // through it land where `schedrl sim` with the same checkpoint puts them.
 func TestServeExtenderRegistryModel(t *testing.T) {
 	cfg, ckpt := placementRegistry(t)
-	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(), PodsPath: repotest.OpenbPods("default"),
-		Tune: 1.3, Seed: 42, Coverage: 0.95})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tasks := p.Workload[:300]
-	k, err := testserver.StartKube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := kubetest.RegisterNodes(ctx, k, p.Nodes); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := k.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := serveExtenderOptions{
-		kubeFlags:     kubeFlags{Kubeconfig: kubeconfig, QPS: 500, Burst: 1000, APITimeout: 10 * time.Second, SyncTimeout: time.Minute},
-		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
-		Endpoint:      extender.Endpoint{Listener: ln}, Model: "placement@champion", Config: cfg, Log: slog.Default(),
-	}
+	p, k, opts := openbExtenderCluster(ctx, t, cfg)
+	tasks := p.Workload[:300]
+	ln := opts.Endpoint.Listener
 	opts.decisionLogFlags = decisionLogFlags{LogDir: t.TempDir(), LogMaxBytes: 64 << 20, LogMaxAge: time.Hour}
 	served := make(chan error, 1)
 	go func() { served <- runServeExtender(ctx, &opts) }()
@@ -258,5 +234,38 @@ func TestServeDefragRegistryModelDryRun(t *testing.T) {
 	opts.Model = "defrag@missing"
 	if err := runServeDefrag(ctx, &opts); err == nil || !strings.Contains(err.Error(), "model defrag@missing: pull") {
 		t.Fatalf("missing model: err %v", err)
+	}
+}
+
+// openbExtenderCluster prepares the openb default workload (tune 1.3, seed 42), starts a control
+// plane with its nodes registered (closed when the test ends) and returns the options of an
+// extender serving placement@champion from cfg's registry on a loopback listener.
+func openbExtenderCluster(ctx context.Context, t *testing.T, cfg config.Config) (*sim.Prepared, *testserver.Kube, serveExtenderOptions) {
+	t.Helper()
+	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(), PodsPath: repotest.OpenbPods("default"),
+		Tune: 1.3, Seed: 42, Coverage: 0.95})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := testserver.StartKube()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.Close() })
+	if err := kubetest.RegisterNodes(ctx, k, p.Nodes); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := k.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, k, serveExtenderOptions{
+		kubeFlags:     kubeFlags{Kubeconfig: kubeconfig, QPS: 500, Burst: 1000, APITimeout: 10 * time.Second, SyncTimeout: time.Minute},
+		workloadFlags: workloadFlags{Pods: repotest.OpenbPods("default"), Coverage: 0.95, Seed: 42},
+		Endpoint:      extender.Endpoint{Listener: ln}, Model: "placement@champion", Config: cfg, Log: slog.Default(),
 	}
 }
