@@ -215,7 +215,7 @@ func TestArchiveReadByLayoutAndTarballReaders(t *testing.T) {
 func TestArchiveReadBySkopeo(t *testing.T) {
 	skopeo, err := exec.LookPath("skopeo")
 	if err != nil {
-		t.Skip("skopeo not installed (apt-get install skopeo)")
+		t.Fatalf("skopeo not found: run `make setup` (scripts/setup.d/41-skopeo.sh)")
 	}
 	dir := t.TempDir()
 	img := testImage(t, dir)
