@@ -77,7 +77,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 			"baseline near saturation) on generated workloads, one per --generate entry and seed, keeps its\n" +
 			"decision points as multi-agent samples (env maifs), and trains the attention network on them\n" +
 			"(candidate cross-entropy plus the Plackett-Luce likelihood of the expert's order). The\n" +
-			"checkpoint runs with `schedrl jobs --servers-gpus 8 --policy ckpt:DIR`. See docs/maifs.md.",
+			"checkpoint runs with `schedrl jobs fungible --policy ckpt:DIR`. See docs/maifs.md.",
 		Example: "  schedrl maifs-bc --generate jobs=200,lam=1200,multigpu --seeds 1000-1007 --val-seeds 900-901 --out runs/maifs/bc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
