@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
@@ -33,7 +33,7 @@ type evalStage struct {
 
 type evalKey struct {
 	Eval     config.EvalConfig `json:"eval"`
-	Online   any               `json:"online,omitempty"` // defrag_online, for the defrag-online kind
+	Online   any               `json:"online,omitempty"` // the family's eval section, for a family's kind
 	Champion string            `json:"champion"`
 	Files    []logFile         `json:"files"`
 }
@@ -88,11 +88,10 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag, fungible: d.ResolveFungible,
 		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
-	if cfg.Eval.Timed.Kind == online.EnvName {
-		if err := eval.CheckDefragOnline(cfg.Eval, &cfg.DefragOnline); err != nil {
-			return nil, fmt.Errorf("eval config: %w", err)
+	if f, ok := family.Get(cfg.Eval.Timed.Kind); ok && f.EvalSection != nil {
+		if s.key.Online, err = f.EvalSection(cfg); err != nil {
+			return nil, err
 		}
-		s.key.Online = cfg.DefragOnline
 	}
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""

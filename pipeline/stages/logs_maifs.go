@@ -4,19 +4,64 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
+// The maifs family: the expert's fungible decision logs, rebuilt as multi-agent decision
+// points on the maifs section's tables (which cloning reads too); its episodes read the maifs
+// section.
 func init() {
-	registerExpertLogs(env.MAIFSName, func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) })
+	family.Register(family.Family{
+		Name:       env.MAIFSName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) },
+		Dataset:    &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
+		PretrainFiles: func(c config.Config) map[string]string {
+			m := c.MAIFS
+			return map[string]string{"maifs throughputs": m.Throughputs, "maifs profiles": m.Profiles, "maifs mapping": m.Mapping}
+		},
+		Sections: func(c config.Config) any { return c.MAIFS },
+	})
+}
+
+// maifsDatasetKey is what a maifs dataset reads of the maifs section: the environment, the
+// validation seeds and every (the tables' content is in the logs' headers, checked by the
+// build).
+func maifsDatasetKey(cfg config.Config) (any, error) {
+	if err := cfg.MAIFS.Validate(); err != nil {
+		return nil, fmt.Errorf("maifs.%w", err)
+	}
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, "", "", false)
+	if err != nil {
+		return nil, err
+	}
+	o.Throughputs, o.Profiles, o.Mapping = "", "", ""
+	return &o, nil
+}
+
+// buildMAIFSDataset rebuilds the fungible world's logs as multi-agent decision points.
+func buildMAIFSDataset(_ context.Context, cfg config.Config, logs, out string, log *slog.Logger) (pipeline.Result, error) {
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, logs, out, true)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	m, stats, err := datasets.BuildMAIFS(o)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	log.Info("dataset built", "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
+		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
+	return pipeline.Result{Metric: &pipeline.Metric{Name: "decision_points", Value: float64(stats.Points)}}, nil
 }
 
 // maifsLogs is the maifs logs stage: maifs.expert in maifs.order runs every maifs.generate
