@@ -52,6 +52,15 @@ type Dataset struct {
 	Build func(ctx context.Context, cfg config.Config, logs, out string, log *slog.Logger) (pipeline.Result, error)
 }
 
+// Summary is what a training run reports in its family's terms: the pipeline stage's metric
+// and note, and the lines its command prints.
+type Summary struct {
+	Metric string
+	Value  float64
+	Note   string
+	Lines  []string
+}
+
 var (
 	mu       sync.RWMutex
 	families = map[string]Family{}

@@ -9,6 +9,7 @@ package finetune
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -16,8 +17,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schollz/progressbar/v3"
@@ -63,6 +64,15 @@ type Result struct {
 	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
 	Resumed    bool       `json:"resumed"`
 	Complete   bool       `json:"complete"`
+	// Summary is the run in its family's terms, which the family's trainer writes.
+	Summary family.Summary `json:"-"`
+}
+
+// allocSummary is the summary of a run ranked by held-out GPU allocation (placement) and the
+// default of a single-agent family: the mean before and after.
+func allocSummary(res *Result, lines ...string) family.Summary {
+	return family.Summary{Metric: "heldout_alloc_gpu_pct", Value: res.FinalMean, Lines: lines,
+		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out %.2f -> %.2f", res.EnvSteps, res.StepsPerSecond, res.StartMean, res.FinalMean)}
 }
 
 // Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
@@ -73,13 +83,11 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	// Grad mode is per OS thread in libtorch; keep every tensor call on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var t loop
-	var err error
-	if cfg.Finetune.Env == env.MAIFSName {
-		t, err = newMAIFSTrainer(cfg, o)
-	} else {
-		t, err = newTrainer(cfg, o)
+	newLoop, err := trainers.Lookup("finetune.env", cfg.Finetune.Env)
+	if err != nil {
+		return Result{Dir: cfg.Finetune.Out}, err
 	}
+	t, err := newLoop(cfg, o)
 	if err != nil {
 		return Result{Dir: cfg.Finetune.Out}, err
 	}
@@ -105,6 +113,23 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 		}
 	}
 	return t.result()
+}
+
+// trainers are the families' PPO trainers, by finetune.env: each family's file registers its
+// own (the single-agent families their episode source through singleAgent, maifs.go its
+// multi-agent trainer).
+var trainers = family.NewHooks[func(config.Config, Options) (loop, error)]("finetune")
+
+// singleAgent is the trainer of a family whose episodes src builds, for the single-agent
+// trainer below.
+func singleAgent[S episodeSource](src func(config.Config) (S, error)) func(config.Config, Options) (loop, error) {
+	return func(cfg config.Config, o Options) (loop, error) {
+		eps, err := src(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return newTrainer(cfg, o, eps)
+	}
 }
 
 // loop is a run in progress, one per environment family: the single-agent trainer below
@@ -150,9 +175,9 @@ type clock struct {
 }
 
 // newTrainer builds the run's parts and resumes from out's newest checkpoint, if any.
-func newTrainer(cfg config.Config, o Options) (*trainer, error) {
+func newTrainer(cfg config.Config, o Options, eps episodeSource) (*trainer, error) {
 	fc := cfg.Finetune
-	t := &trainer{cfg: cfg, log: o.Log, workers: fc.Workers, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
+	t := &trainer{cfg: cfg, log: o.Log, eps: eps, workers: fc.Workers, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -162,9 +187,6 @@ func newTrainer(cfg config.Config, o Options) (*trainer, error) {
 	t.updates = fc.TotalSteps / t.perUpdate
 	dev, err := nn.Device(cfg.Device)
 	if err != nil {
-		return nil, err
-	}
-	if t.eps, err = newSource(cfg); err != nil {
 		return nil, err
 	}
 	if t.m, err = newModels(cfg, t.eps.spec(), dev); err != nil {
