@@ -47,9 +47,9 @@ type Dataset struct {
 	// Key is what of the config, beyond the datasets section and seed, decides the rows
 	// (nil key: nothing).
 	Key func(config.Config) (any, error)
-	// Build writes the dataset of the decision logs matching logs into out (an empty
-	// folder) and reports it as the stage's metric.
-	Build func(ctx context.Context, cfg config.Config, logs, out string, log *slog.Logger) (pipeline.Result, error)
+	// Build writes the dataset of the decision logs matching datasets.logs into datasets.out
+	// (replacing it only with datasets.force) and reports it as the stage's metric.
+	Build func(ctx context.Context, cfg config.Config, log *slog.Logger) (pipeline.Result, error)
 }
 
 // Summary is what a training run reports in its family's terms: the pipeline stage's metric

@@ -58,7 +58,11 @@ func (s *datasetsStage) Run(ctx context.Context, e pipeline.Env) (pipeline.Resul
 	if err := ctx.Err(); err != nil {
 		return pipeline.Result{}, err
 	}
-	return s.build.Build(ctx, s.cfg, filepath.Join(e.Inputs["logs"].Dir, "*"), e.OutDir, e.Log)
+	cfg := s.cfg
+	// The pipeline's partial directory already exists, empty; the logs stage's header checks
+	// stand for datasets.nodes.
+	cfg.Datasets.Logs, cfg.Datasets.Out, cfg.Datasets.Force, cfg.Datasets.Nodes = filepath.Join(e.Inputs["logs"].Dir, "*"), e.OutDir, true, ""
+	return s.build.Build(ctx, cfg, e.Log)
 }
 
 // entityDataset is the transitions-v1 builder of the single-agent families (placement,
@@ -68,27 +72,23 @@ func entityDataset(key func(config.Config) (any, error)) *family.Dataset {
 	return &family.Dataset{Key: key, Build: buildEntityDataset}
 }
 
-func buildEntityDataset(ctx context.Context, cfg config.Config, logs, out string, log *slog.Logger) (pipeline.Result, error) {
+func buildEntityDataset(_ context.Context, cfg config.Config, log *slog.Logger) (pipeline.Result, error) {
 	c := cfg.Datasets
 	m, stats, err := datasets.Build(datasets.BuildOptions{
-		Logs:         logs,
-		Env:          c.Env,
-		Out:          out,
-		Force:        true, // the pipeline's partial directory already exists, empty
-		ValFraction:  c.ValFraction,
-		Seed:         uint64(cfg.Seed),
-		ShardRows:    c.ShardRows,
-		RowGroupRows: c.RowGroupRows,
-		Workers:      c.Workers,
-		EnvOptions:   env.Options{RewardPlaced: c.RewardPlaced, RewardFragment: c.RewardFragment},
-		Defrag:       defragRewards(cfg.Defrag),
-		Gamma:        c.Gamma,
+		Logs: c.Logs, Env: c.Env, Out: c.Out, Force: c.Force, Nodes: c.Nodes,
+		ValFraction: c.ValFraction, Seed: uint64(cfg.Seed), ShardRows: c.ShardRows, RowGroupRows: c.RowGroupRows,
+		Workers: c.Workers, Gamma: c.Gamma,
+		EnvOptions: env.Options{RewardPlaced: c.RewardPlaced, RewardFragment: c.RewardFragment},
+		Defrag:     defragRewards(cfg.Defrag),
 	})
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	log.Info("dataset built", "rows", m.Rows, "episodes", stats.Episodes, "bytes", stats.Bytes,
-		"rows_per_second", int(float64(stats.Rows)/stats.Elapsed.Seconds()))
+	secs := stats.Elapsed.Seconds()
+	log.Info("dataset built", "out", c.Out, "rows", m.Rows, "episodes", len(m.Episodes),
+		"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
+		"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
+		"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
 	return pipeline.Result{Metric: &pipeline.Metric{Name: "rows", Value: float64(m.Rows)}}, nil
 }
 

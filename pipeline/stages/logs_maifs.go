@@ -49,9 +49,14 @@ func maifsDatasetKey(cfg config.Config) (any, error) {
 	return &o, nil
 }
 
-// buildMAIFSDataset rebuilds the fungible world's logs as multi-agent decision points.
-func buildMAIFSDataset(_ context.Context, cfg config.Config, logs, out string, log *slog.Logger) (pipeline.Result, error) {
-	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, logs, out, true)
+// buildMAIFSDataset rebuilds the fungible world's logs as multi-agent decision points:
+// validation is the logs of maifs.val_seeds, every maifs.every-th round is kept.
+func buildMAIFSDataset(_ context.Context, cfg config.Config, log *slog.Logger) (pipeline.Result, error) {
+	if err := cfg.MAIFS.Validate(); err != nil {
+		return pipeline.Result{}, fmt.Errorf("maifs.%w", err)
+	}
+	c := cfg.Datasets
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, c.Logs, c.Out, c.Force)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
@@ -59,7 +64,7 @@ func buildMAIFSDataset(_ context.Context, cfg config.Config, logs, out string, l
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	log.Info("dataset built", "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
+	log.Info("dataset built", "out", c.Out, "env", env.MAIFSName, "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
 		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
 	return pipeline.Result{Metric: &pipeline.Metric{Name: "decision_points", Value: float64(stats.Points)}}, nil
 }
