@@ -9,7 +9,6 @@ import (
 	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/nn"
 )
 
@@ -37,13 +36,9 @@ func cloneMAIFS(ctx context.Context, cfg config.Config, co CloneOptions) (family
 	if err != nil {
 		return family.Summary{}, fmt.Errorf("%s: cluster: %w", dir, err)
 	}
-	table, err := jobs.LoadThroughputs(cfg.MAIFS.Throughputs)
+	m, err := fungible.LoadModel(datasets.MAIFSWorld(cfg.MAIFS), "maifs.")
 	if err != nil {
-		return family.Summary{}, fmt.Errorf("maifs.throughputs: %w", err)
-	}
-	m, err := fungible.LoadSpeedModel(table, cfg.MAIFS.Profiles, cfg.MAIFS.Mapping)
-	if err != nil {
-		return family.Summary{}, fmt.Errorf("maifs: %w", err)
+		return family.Summary{}, err
 	}
 	e, err := env.NewMAIFS(cluster, m, man.Options)
 	if err != nil {

@@ -146,7 +146,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 	o.Cluster, o.ServerGPUs, o.Generate, o.Seeds, o.ValSeeds = m.Cluster, m.ServerGPUs, m.Generate, m.Seeds, m.ValSeeds
 	o.Expert, o.Order, o.Every, o.Smoothing = m.Expert, m.Order, m.Every, m.LabelSmoothing
 	o.Throughputs, o.Profiles, o.Mapping = m.Throughputs, m.Profiles, m.Mapping
-	o.Env = env.MAIFSOptions{Window: m.Window, WindowOrder: m.WindowOrder, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
+	o.Env = datasets.MAIFSOptionsOf(*m)
 	return nil
 }
 
@@ -214,19 +214,12 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 	if err != nil {
 		return fmt.Errorf("maifs-bc: --val-seeds: %w", err)
 	}
-	cluster, err := fungible.NewMixCluster(opts.Cluster, opts.ServerGPUs)
-	if err != nil {
-		return fmt.Errorf("maifs-bc: --cluster: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(opts.Throughputs)
-	if err != nil {
-		return fmt.Errorf("maifs-bc: %w", err)
-	}
-	m, err := speedModel(&jobsOptions{Fungible: fungibleOptions{Profiles: opts.Profiles, Mapping: opts.Mapping}}, table)
+	world, err := fungible.LoadWorld(fungible.WorldSpec{Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs,
+		Throughputs: opts.Throughputs, Profiles: opts.Profiles, Mapping: opts.Mapping}, "maifs-bc: maifs.")
 	if err != nil {
 		return err
 	}
-	e, err := env.NewMAIFS(cluster, m, opts.Env)
+	e, err := env.NewMAIFS(world.Cluster, world.Model, opts.Env)
 	if err != nil {
 		return fmt.Errorf("maifs-bc: %w", err)
 	}

@@ -155,18 +155,11 @@ func (s *maifsLogs) Inputs() []string { return nil }
 func (s *maifsLogs) Config() any      { return s.key }
 
 func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, error) {
-	table, err := jobs.LoadThroughputs(s.sec.Throughputs)
+	w, err := fungible.LoadWorld(datasets.MAIFSWorld(s.sec), "maifs.")
 	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs.throughputs: %w", err)
+		return pipeline.Result{}, err
 	}
-	m, err := fungible.LoadSpeedModel(table, s.sec.Profiles, s.sec.Mapping)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs: %w", err)
-	}
-	cluster, err := fungible.NewMixCluster(s.sec.Cluster, s.sec.ServerGPUs)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs.cluster: %w", err)
-	}
+	cluster, m := w.Cluster, w.Model
 	files := map[string]string{"throughputs": s.sec.Throughputs, "profiles": s.sec.Profiles, "mapping": s.sec.Mapping}
 	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
 	order, _ := jobs.NewPolicy(s.sec.Order)
