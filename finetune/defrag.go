@@ -15,7 +15,7 @@ import (
 )
 
 // The defrag family's PPO: migration plans on fragmented starting states.
-func init() { trainers.Register(env.DefragName, singleAgent(newDefragEpisodes)) }
+func init() { Register(env.DefragName, singleAgent(newDefragEpisodes)) }
 
 // defragEpisodes are migration episodes: a draw names a fragmented starting state (the
 // trace's arrival protocol on the draw's seeded sub-cluster, then departures and a pending

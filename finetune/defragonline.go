@@ -15,7 +15,7 @@ import (
 )
 
 // The defrag-online family's PPO: the defrag agent invoked along timelines.
-func init() { trainers.Register(online.EnvName, singleAgent(newOnlineEpisodes)) }
+func init() { Register(online.EnvName, singleAgent(newOnlineEpisodes)) }
 
 // onlineEpisodes are defrag-online episodes: a draw names a timeline of the online world (the
 // draw's trace on its seeded sub-cluster, Poisson arrivals at the load its seed picks from

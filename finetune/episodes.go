@@ -62,7 +62,7 @@ type episode interface {
 
 // The placement family's PPO: arrival episodes over the configured mix.
 func init() {
-	trainers.Register(env.PlacementName, singleAgent(func(cfg config.Config) (*episodes, error) { return newEpisodes(cfg.Finetune) }))
+	Register(env.PlacementName, singleAgent(func(cfg config.Config) (*episodes, error) { return newEpisodes(cfg.Finetune) }))
 }
 
 // episodes builds placement training and held-out episodes from the configured mix.

@@ -23,7 +23,7 @@ import (
 
 // The maifs family's PPO: multi-agent, in the fungible world.
 func init() {
-	trainers.Register(env.MAIFSName, func(cfg config.Config, o Options) (loop, error) { return newMAIFSTrainer(cfg, o) })
+	Register(env.MAIFSName, onLoop(func(cfg config.Config, o Options) (loop, error) { return newMAIFSTrainer(cfg, o) }))
 }
 
 // Multi-agent PPO (MAPPO) of the MAIFS policy (finetune.env: maifs, docs/maifs.md): the
@@ -67,7 +67,6 @@ type maifsHeld struct {
 type maifsTrainer struct {
 	cfg    config.Config
 	fc     config.FinetuneConfig
-	log    *slog.Logger
 	src    *maifsSource
 	dev    gotch.Device
 	net    *nn.MAIFSNet
@@ -77,7 +76,6 @@ type maifsTrainer struct {
 	worlds []*maifsWorld
 
 	clock
-	rec     *recorder
 	pcg     *rand.PCG
 	rng     *rand.Rand
 	samples []maifsSample
@@ -88,7 +86,7 @@ type maifsTrainer struct {
 
 func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 	fc := cfg.Finetune
-	t := &maifsTrainer{cfg: cfg, fc: fc, log: o.Log, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
+	t := &maifsTrainer{cfg: cfg, fc: fc, clock: clock{log: o.Log, perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -197,32 +195,11 @@ func (t *maifsTrainer) begin() error {
 	return nil
 }
 
-// step is one update: schedule, rollout, update, held-out check on its updates, the run
-// record's line, checkpoint.
-func (t *maifsTrainer) step() error {
-	line, err := t.timedUpdate(t.cfg.Seed, t.fc, t.ref != nil, t.rollout, t.update)
-	if err != nil {
-		return err
-	}
+func (t *maifsTrainer) haveRef() bool { return t.ref != nil }
+
+func (t *maifsTrainer) note(line *record) {
 	line.setEpisodes(t.ended)
 	line.DecidingAgents, line.OffGreedy = t.exploration()
-	if t.st.Update == t.updates || (t.fc.EvalEvery > 0 && t.st.Update%t.fc.EvalEvery == 0) {
-		h, err := t.evaluateAndKeepBest()
-		if err != nil {
-			return err
-		}
-		line.setHeldOut(h)
-	}
-	if err := t.rec.write(line); err != nil {
-		return err
-	}
-	t.log.Info("finetune update", line.logArgs()...)
-	if t.st.Update != t.updates && t.st.Update%t.fc.CheckpointEvery != 0 {
-		return nil
-	}
-	t.st.Seconds += t.trainSec
-	t.trainSec = 0
-	return t.checkpoint()
 }
 
 // rollout steps every world rollout_steps decision points: one batched forward over the

@@ -18,9 +18,15 @@ type CloneOptions struct {
 	Bar          io.Writer // a progress bar here (a terminal); nil logs plain lines
 }
 
+// CloneFunc is a family's behaviour cloning, as Clone describes it.
+type CloneFunc func(ctx context.Context, cfg config.Config, o CloneOptions) (family.Summary, error)
+
 // cloners are the families' behaviour cloning, by datasets.env: each family's file registers
 // its own.
-var cloners = family.NewHooks[func(context.Context, config.Config, CloneOptions) (family.Summary, error)]("pretrain")
+var cloners = family.NewHooks[CloneFunc]("pretrain")
+
+// Register adds family name's behaviour cloning; a second one for the same name panics.
+func Register(name string, clone CloneFunc) { cloners.Register(name, clone) }
 
 // Clone behaviour-clones the network of datasets.env's family from cfg.Pretrain.Dataset into
 // cfg.Pretrain.Out, as the pipeline's pretrain stage runs it.
@@ -34,8 +40,8 @@ func Clone(ctx context.Context, cfg config.Config, o CloneOptions) (family.Summa
 
 // The single-agent families clone the entity network from transitions-v1 rows.
 func init() {
-	cloners.Register(env.PlacementName, cloneEntity)
-	cloners.Register(env.DefragName, cloneEntity)
+	Register(env.PlacementName, cloneEntity)
+	Register(env.DefragName, cloneEntity)
 }
 
 func cloneEntity(ctx context.Context, cfg config.Config, co CloneOptions) (family.Summary, error) {

@@ -20,7 +20,7 @@ const (
 )
 
 // The maifs family clones the multi-agent attention network from maifs-transitions-v1 rows.
-func init() { cloners.Register(env.MAIFSName, cloneMAIFS) }
+func init() { Register(env.MAIFSName, cloneMAIFS) }
 
 // cloneMAIFS behaviour-clones the multi-agent network from the maifs-transitions-v1 dataset
 // pretrain.dataset: each decision point rebuilt through env.MAIFS with the dataset's options on
