@@ -14,6 +14,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync"
 
@@ -40,6 +41,11 @@ type Family struct {
 	// EvalSection, for a family that is also an eval.timed.kind, checks the eval section
 	// against the family's world and returns the section the eval key covers.
 	EvalSection func(config.Config) (any, error)
+	// Evaluate, for a family whose world eval does not run, evaluates the eval section's
+	// policies (cfg.Eval.Policies: heuristic names and ckpt:DIR checkpoints) on its held-out
+	// workloads into cfg.Eval.Out, as a report eval.ReadReport reads. nil: eval runs the
+	// arrival protocol or eval.timed.kind's world.
+	Evaluate func(ctx context.Context, cfg config.Config, log *slog.Logger) error
 }
 
 // Dataset is a family's dataset builder.
@@ -66,7 +72,8 @@ var (
 	families = map[string]Family{}
 )
 
-// Register adds f; a second family of the same name is a programming error.
+// Register adds f, and its name to the config's finetune.env (and, with a Dataset,
+// datasets.env) values; a second family of the same name is a programming error.
 func Register(f Family) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -77,6 +84,12 @@ func Register(f Family) {
 		panic("family: " + f.Name + " registered twice")
 	}
 	families[f.Name] = f
+	if !slices.Contains(config.FinetuneEnvs, f.Name) {
+		config.FinetuneEnvs = append(config.FinetuneEnvs, f.Name)
+	}
+	if f.Dataset != nil && !slices.Contains(config.DatasetEnvs, f.Name) {
+		config.DatasetEnvs = append(config.DatasetEnvs, f.Name)
+	}
 }
 
 // Lookup returns the family registered as name; key is the config key that named it, for the
@@ -112,14 +125,7 @@ func Names(has func(Family) bool) []string {
 	return namesLocked(sel)
 }
 
-func namesLocked[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
-}
+func namesLocked[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Hooks are one layer's per-family hooks, keyed by family name: the training packages keep
 // theirs here because they link libtorch, which Family's users must not.

@@ -72,7 +72,7 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	}
 	f := cmd.Flags()
 	f.StringVar(&logs, "logs", "", "glob of decision logs, e.g. 'runs/logs/*.jsonl'")
-	f.StringVar(&envName, "env", "placement", "environment: placement, defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section), or maifs (logs of schedrl jobs --servers-gpus N --log; validation = the logs of maifs.val_seeds)")
+	f.StringVar(&envName, "env", config.Default().Datasets.Env, "environment: placement, defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section), or maifs (logs of schedrl jobs --servers-gpus N --log; validation = the logs of maifs.val_seeds)")
 	f.StringVar(&out, "out", "", "dataset directory to write")
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,10 @@ type evalStage struct {
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
 	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
+	// full and evaluate are the config and its family's Evaluate, for a family whose world eval
+	// does not run (nil: eval runs it).
+	full     config.Config
+	evaluate func(context.Context, config.Config, *slog.Logger) error
 }
 
 type evalKey struct {
@@ -93,6 +98,9 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 			return nil, err
 		}
 	}
+	if f, ok := family.Get(cfg.Finetune.Env); ok && f.Evaluate != nil {
+		s.full, s.evaluate = cfg, f.Evaluate
+	}
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
 	s.key.Eval.Nodes, s.key.Eval.Paper = "", ""
@@ -118,7 +126,11 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
 		Force: true, Log: env.Log, Progress: env.Terminal}
 	var err error
-	if ec.Timed.Kind != "" {
+	if s.evaluate != nil {
+		full := s.full
+		full.Eval = ec
+		err = s.evaluate(ctx, full, env.Log)
+	} else if ec.Timed.Kind != "" {
 		_, err = eval.RunTimed(ctx, ec, opts)
 	} else {
 		_, err = eval.Run(ctx, ec, opts)
