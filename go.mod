@@ -14,6 +14,7 @@ require (
 	github.com/spf13/viper v1.21.0
 	github.com/sugarme/gotch v0.9.1
 	go.yaml.in/yaml/v3 v3.0.4
+	golang.org/x/net v0.38.0
 	golang.org/x/sys v0.48.0
 	golang.org/x/time v0.9.0
 	gonum.org/v1/gonum v0.16.0
@@ -89,7 +90,6 @@ require (
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
 	golang.org/x/crypto v0.36.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/net v0.38.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
