@@ -248,6 +248,9 @@ func (k *Kube) enableNodes() error {
 			argv[i+1] = "TaintNodesByCondition"
 		}
 	}
+	// A client CA makes the API server publish kube-system/extension-apiserver-authentication,
+	// which kube-scheduler and kube-controller-manager read (and log its absence every few seconds).
+	argv = append(argv, "--client-ca-file", filepath.Join(k.Dir, "certs", "ca.crt"))
 	k.apiserver.stop()
 	k.apiserver.argv = argv
 	if err := k.StartAPIServer(); err != nil {
