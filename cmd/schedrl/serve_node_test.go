@@ -57,8 +57,13 @@ func TestServeOnNode(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	nc := startNodeCluster(ctx, t)
-	t.Logf("node, images and installation ready in %s", time.Since(start).Round(time.Second))
-	if !t.Run("Extender", func(t *testing.T) { testExtenderPod(ctx, t, nc) }) {
+	// Before the installation, so the extender's and the scheduler's first lists hold them.
+	p := openbNodes(ctx, t, nc.kube)
+	nc.install(ctx, t)
+	nc.waitDeployment(ctx, t, "schedrl-extender")
+	nc.waitDeployment(ctx, t, "schedrl-scheduler")
+	t.Logf("node, images, %d openb Node objects and installation ready in %s", len(p.Nodes), time.Since(start).Round(time.Second))
+	if !t.Run("Extender", func(t *testing.T) { testExtenderPod(ctx, t, nc, p) }) {
 		return
 	}
 	t.Run("Defrag", func(t *testing.T) { testDefragPod(ctx, t, nc) })
@@ -66,8 +71,7 @@ func TestServeOnNode(t *testing.T) {
 }
 
 // startNodeCluster starts the control plane and a node, builds schedrl's image (`make image`'s
-// commands) while the node starts, imports it and kube-scheduler's, and installs deploy/k8s
-// with its two Secrets.
+// commands) while the node starts, and imports it and kube-scheduler's.
 func startNodeCluster(ctx context.Context, t *testing.T) *nodeCluster {
 	t.Helper()
 	ref := kustomizationImage(t)
@@ -110,9 +114,6 @@ func startNodeCluster(ctx context.Context, t *testing.T) *nodeCluster {
 	if err := n.ImportImage(ctx, b.archive); err != nil {
 		t.Fatal(err)
 	}
-	nc.install(ctx, t)
-	nc.waitDeployment(ctx, t, "schedrl-extender")
-	nc.waitDeployment(ctx, t, "schedrl-scheduler")
 	return nc
 }
 
@@ -264,9 +265,8 @@ func (nc *nodeCluster) describe(ctx context.Context, ns, selector string) string
 // kube-scheduler that calls it through its Service place 300 openb pods that opt in
 // (schedulerName) exactly where the simulator puts them. The simulator starts from the
 // cluster the extender sees: the openb nodes plus the real node with schedrl's own pods.
-func testExtenderPod(ctx context.Context, t *testing.T, nc *nodeCluster) {
+func testExtenderPod(ctx context.Context, t *testing.T, nc *nodeCluster, p *sim.Prepared) {
 	start := time.Now()
-	p := openbNodes(ctx, t, nc.kube)
 	tasks := p.Workload[:300]
 	nodes, err := nc.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
