@@ -484,6 +484,15 @@ func testRetrainJob(ctx context.Context, t *testing.T, nc *nodeCluster) {
 		case <-time.After(2 * time.Second):
 		}
 	}
+	pods, err := core.Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "job-name=retrain-now"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != nc.node.Name || p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("retrain pod %s on %q in phase %s, want Succeeded on %s", p.Name, p.Spec.NodeName, p.Status.Phase, nc.node.Name)
+		}
+	}
 	mc, err := store.Client()
 	if err != nil {
 		t.Fatal(err)
