@@ -79,9 +79,9 @@ func startNodeCluster(ctx context.Context, t *testing.T) *nodeCluster {
 		archive string
 		err     error
 	}
-	image := make(chan built, 1)
+	image, dir := make(chan built, 1), t.TempDir()
 	go func() {
-		archive, err := testserver.BuildImage(ctx, t.TempDir(), ref)
+		archive, err := testserver.BuildImage(ctx, dir, ref)
 		image <- built{archive, err}
 	}()
 	k, err := testserver.StartKube()
@@ -135,9 +135,9 @@ func kustomizationImage(t *testing.T) string {
 }
 
 // install is `kubectl apply -k` of an overlay on deploy/k8s/ (kustomize's own library builds
-// it; each object is then applied server-side) plus the Secrets docs/deploy.md has the operator create: the
-// extender's serving certificate for its Service name and the scheduler's client certificate,
-// both from one CA.
+// it; each object is then applied server-side) plus the Secrets docs/deploy.md has the operator
+// create: the extender's serving certificate for its Service name and the scheduler's client
+// certificate, both from one CA.
 func (nc *nodeCluster) install(ctx context.Context, t *testing.T) {
 	t.Helper()
 	abs, err := filepath.Abs(deployDir)
