@@ -62,6 +62,12 @@ func newDefragEpisodes(cfg config.Config) (*defragEpisodes, error) {
 
 func (e *defragEpisodes) spec() env.Spec { s, _ := env.SpecOf(env.DefragName); return s }
 
+// valueScale is a plan's total: a defrag episode ends within its budget and earns about 0.3
+// GPU per migration, so 30, the scale of the behaviour-cloned greedy migrator's head.
+func (e *defragEpisodes) valueScale(float64) float64 { return 30 }
+
+func (e *defragEpisodes) candidates(config.FinetuneConfig) string { return "" }
+
 func (e *defragEpisodes) draw(rng *rand.Rand) Draw { return e.base.draw(rng) }
 
 // ranked is false: a plan's outcome has several measures and no single mean to rank by.

@@ -71,6 +71,11 @@ func newOnlineEpisodes(cfg config.Config) (*onlineEpisodes, error) {
 
 func (e *onlineEpisodes) spec() env.Spec { s, _ := env.SpecOf(env.DefragName); return s }
 
+// valueScale is the defrag network's (defragEpisodes.valueScale): the same network serves both.
+func (e *onlineEpisodes) valueScale(float64) float64 { return 30 }
+
+func (e *onlineEpisodes) candidates(config.FinetuneConfig) string { return "" }
+
 func (e *onlineEpisodes) draw(rng *rand.Rand) Draw { return e.base.draw(rng) }
 
 // ranked is false: the held-out measures (delay, migrations, reward) have no single ranking.

@@ -43,6 +43,11 @@ type episodeSource interface {
 	start(d Draw) (episode, error)
 	// evaluate runs the policy greedily on the held-out episodes.
 	evaluate(pol policy, workers int) (heldOut, error)
+	// valueScale sizes a fresh network's value head for the episodes' returns.
+	valueScale(gamma float64) float64
+	// candidates is the action set a network trained on these episodes chooses from (""
+	// where the environment has one).
+	candidates(fc config.FinetuneConfig) string
 	// ranked reports whether an evaluation's Mean ranks networks, so that the run keeps the
 	// best one in BestDir (placement: the mean GPU allocation).
 	ranked() bool
@@ -86,6 +91,13 @@ func (e placementEpisode) outcome() episodeEnd {
 }
 
 func (e *episodes) spec() env.Spec { s, _ := env.SpecOf(env.PlacementName); return s }
+
+// valueScale is for returns of about 0.5 GPU per step over the 1/(1-gamma) horizon, the scale
+// a pretrained placement head learns from the data.
+func (e *episodes) valueScale(gamma float64) float64 { return 0.5 / (1 - gamma) }
+
+// candidates is finetune.candidates: all feasible nodes, or FGD's best few.
+func (e *episodes) candidates(fc config.FinetuneConfig) string { return fc.Candidates }
 
 func (e *episodes) start(d Draw) (episode, error) {
 	ep, err := e.build(d)

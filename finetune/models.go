@@ -14,17 +14,6 @@ import (
 	"github.com/sugarme/gotch/ts"
 )
 
-// scratchValueScale sizes a fresh network's value head for returns of about 0.5 GPU per step
-// over the 1/(1-gamma) horizon, the scale a pretrained placement head learns from the data.
-// A defrag episode ends within its budget and earns about 0.3 GPU per migration, so its
-// returns are a plan's total: 30, the scale of the behaviour-cloned greedy migrator's head.
-func scratchValueScale(envName string, gamma float64) float64 {
-	if envName == env.DefragName {
-		return 30
-	}
-	return 0.5 / (1 - gamma)
-}
-
 // models are the network being trained, its Polyak average when avg_decay is on, the
 // frozen pretrained policy the KL penalty refers to, and the lineage the checkpoints record.
 type models struct {
@@ -39,13 +28,16 @@ type models struct {
 // avgFile holds the averaged weights in a resumable checkpoint.
 const avgFile = "avg.ot"
 
-func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, error) {
+// newModels builds the networks for src's episodes: a fresh one (finetune.from none) or the
+// checkpoint finetune.from.
+func newModels(cfg config.Config, src episodeSource, dev gotch.Device) (*models, error) {
+	spec := src.spec()
 	m := &models{cfg: cfg, spec: spec}
 	from := cfg.Finetune.From
 	if strings.EqualFold(from, "none") {
 		nn.Seed(cfg.Seed)
-		arch := nn.NewArch(spec, cfg.Network, scratchValueScale(spec.Env, cfg.Finetune.Gamma))
-		arch.Candidates, arch.TiePrior = candidates(spec, cfg.Finetune), cfg.Finetune.TiePrior
+		arch := nn.NewArch(spec, cfg.Network, src.valueScale(cfg.Finetune.Gamma))
+		arch.Candidates, arch.TiePrior = src.candidates(cfg.Finetune), cfg.Finetune.TiePrior
 		net, err := nn.NewNet(arch, dev)
 		if err != nil {
 			return nil, fmt.Errorf("finetune: fresh network: %w", err)
@@ -62,7 +54,7 @@ func newModels(cfg config.Config, spec env.Spec, dev gotch.Device) (*models, err
 	}
 	// The fine-tuned network chooses from finetune.candidates with finetune.tie_prior,
 	// whatever it was cloned with.
-	net.Arch.Candidates, net.Arch.TiePrior = candidates(spec, cfg.Finetune), cfg.Finetune.TiePrior
+	net.Arch.Candidates, net.Arch.TiePrior = src.candidates(cfg.Finetune), cfg.Finetune.TiePrior
 	m.pol, m.parent = policy{net: net, dev: dev, temperature: cfg.Finetune.Temperature}, man.Digest()
 	if cfg.Finetune.KLCoef > 0 {
 		ref, _, err := nn.LoadCheckpoint(from, dev)
@@ -113,15 +105,6 @@ func (m *models) deployed() policy {
 		return *m.avg
 	}
 	return m.pol
-}
-
-// candidates is the placement action set a network trained in spec chooses from ("" for
-// other environments).
-func candidates(spec env.Spec, cfg config.FinetuneConfig) string {
-	if spec.Env != env.PlacementName {
-		return ""
-	}
-	return cfg.Candidates
 }
 
 // lineage describes the trained network at st.

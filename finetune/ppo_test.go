@@ -319,11 +319,7 @@ func TestStagger(t *testing.T) {
 func TestAverage(t *testing.T) {
 	cfg := smallConfig(t, "none", t.TempDir())
 	cfg.Finetune.AvgDecay = 0.75
-	spec, err := env.SpecOf(env.PlacementName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := newModels(cfg, spec, gotch.CPU)
+	m, err := newModels(cfg, &episodes{}, gotch.CPU)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +343,7 @@ func TestAverage(t *testing.T) {
 		}
 	}
 	cfg.Finetune.AvgDecay = 0
-	if m, err = newModels(cfg, spec, gotch.CPU); err != nil {
+	if m, err = newModels(cfg, &episodes{}, gotch.CPU); err != nil {
 		t.Fatal(err)
 	}
 	if m.avg != nil || m.deployed().net != m.pol.net {

@@ -235,7 +235,7 @@ func newTrainer(cfg config.Config, o Options, eps episodeSource) (*trainer, erro
 	if err != nil {
 		return nil, err
 	}
-	if t.m, err = newModels(cfg, t.eps.spec(), dev); err != nil {
+	if t.m, err = newModels(cfg, t.eps, dev); err != nil {
 		return nil, err
 	}
 	t.opt = nn.NewAdam(t.m.pol.net.Params(), nn.AdamConfig{Beta1: 0.9, Beta2: 0.999, Eps: fc.AdamEps})
