@@ -15,20 +15,41 @@ func init() { registerPolicy("oracle_srtf", func() RoundPolicy { return OracleSR
 // OracleSRTF is a clairvoyant ceiling, not a deployable scheduler: it reads every job's true
 // remaining steps (which no real cluster knows) and ignores what moving a job costs (this world
 // charges no restart). Each round it chooses every present job's GPU type and count among the
-// counts Gavel's table measures for its model (1, 2, 4, 8; elastic regardless of the request),
-// at the type's fair share of CPUs and memory, to maximise Σ_j progress_j(c) / T_j: T_j is the
-// job's remaining time at its fastest configuration (shortest remaining time first) and
-// progress_j(c) the share of its remaining steps configuration c runs this round, capped at all of
-// them (a job that finishes inside the round on fewer GPUs gains nothing from more, since GPUs
-// freed mid-round idle until the boundary), plus 1/100 of the uncapped share so that GPUs nobody
-// else can use still speed it up. The integer program is solved by SiaSolve's greedy over the
-// jobs with the best value per GPU, as many as there are free GPUs (a job takes at least one).
+// counts Gavel's table measures for its model (1, 2, 4, 8; elastic regardless of the request), at
+// the type's fair share of CPUs and memory, in two stages:
+//
+//  1. Shortest remaining time first, elastic: maximise Σ_j progress_j(c) / T_j, where T_j is the
+//     job's remaining time at its fastest configuration and progress_j(c) the share of its
+//     remaining steps configuration c runs this round, capped at all of them (a job that finishes
+//     inside the round gains nothing here from more GPUs, which would idle after it until the
+//     boundary). Solved by SiaSolve's greedy over the jobs with the best value per GPU, as many as
+//     there are free GPUs (a job takes at least one).
+//  2. Growth into the GPUs stage 1 left idle: the move of one job to a configuration with more GPUs
+//     that saves the most seconds of its estimated completion per GPU added (finishing inside the
+//     round: its finish time; otherwise the round plus the rest at its fastest speed), until none
+//     saves any.
+//
 // After placing, jobs are raised to their best-case CPUs and memory where their servers have room,
 // the shortest first. Deterministic; no state between rounds.
 type OracleSRTF struct{}
 
-// oracleGrowth is the weight of the uncapped share of remaining steps (see OracleSRTF).
-const oracleGrowth = 0.01
+// oracleJob is a candidate of a round: its place in RoundState.Present, its configurations and
+// their speeds, the remaining steps and its remaining time at its fastest configuration.
+type oracleJob struct {
+	i            int
+	configs      []siaConfig
+	speeds       []float64
+	rest, left   float64
+	perGPU, vmax float64 // its best stage-1 value per GPU; its fastest speed
+}
+
+// finish is the job's estimated completion from the boundary at speed v (0: it waits the round).
+func (j oracleJob) finish(v, length float64) float64 {
+	if v*length >= j.rest {
+		return j.rest / v
+	}
+	return length + (j.rest-v*length)/j.vmax
+}
 
 // Plan chooses and places the round's configurations on top of l.
 func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
@@ -47,42 +68,41 @@ func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
 		a, _ := l.Get(id)
 		free[slices.Index(GPUTypes, a.GPUType)] -= a.GPUCount()
 	}
-	type job struct {
-		i       int
-		configs []siaConfig
-		perGPU  float64 // the best value per GPU of its configurations
-		left    float64 // remaining seconds at its fastest configuration
-	}
-	cands := make([]job, 0, len(st.Present))
+	cands := make([]oracleJob, 0, len(st.Present))
 	for i, js := range st.Present {
-		speeds, configs, err := oracleConfigs(c, m, js.Job)
-		if err != nil {
-			return Plan{}, err
-		}
 		rest := js.Remaining()
 		if rest <= 0 {
 			continue
 		}
-		left := rest / slices.Max(speeds)
-		best := 0.0
-		for k, v := range speeds {
-			share := v * length / rest
-			configs[k].value = (min(share, 1) + oracleGrowth*share) / left
-			best = max(best, configs[k].value/float64(configs[k].gpus))
+		speeds, configs, err := oracleConfigs(c, m, js.Job)
+		if err != nil {
+			return Plan{}, err
 		}
-		cands = append(cands, job{i, configs, best, left})
+		j := oracleJob{i: i, configs: configs, speeds: speeds, rest: rest, vmax: slices.Max(speeds)}
+		j.left = rest / j.vmax
+		for k, v := range speeds {
+			configs[k].value = min(v*length/rest, 1) / j.left
+			j.perGPU = max(j.perGPU, configs[k].value/float64(configs[k].gpus))
+		}
+		cands = append(cands, j)
 	}
-	slices.SortStableFunc(cands, func(a, b job) int { return cmp.Compare(b.perGPU, a.perGPU) })
+	slices.SortStableFunc(cands, func(a, b oracleJob) int { return cmp.Compare(b.perGPU, a.perGPU) })
 	total := 0
 	for _, f := range free {
 		total += f
 	}
 	cands = cands[:min(len(cands), total)]
 	configs := make([][]siaConfig, len(cands))
-	for k, cd := range cands {
-		configs[k] = cd.configs
+	for k, j := range cands {
+		configs[k] = j.configs
 	}
 	chosen := SiaSolve(configs, free)
+	for k, ch := range chosen {
+		if ch >= 0 {
+			free[configs[k][ch].typ] -= configs[k][ch].gpus
+		}
+	}
+	growIdle(cands, chosen, free, length)
 	order := make([]int, 0, len(chosen))
 	for k, ch := range chosen {
 		if ch >= 0 {
@@ -107,6 +127,43 @@ func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
 		}
 	}
 	return pl.Plan(), nil
+}
+
+// growIdle is OracleSRTF's stage 2 on chosen (indices into each job's configurations, −1 none)
+// with free GPUs per type left: the move that saves the most seconds per GPU added first (ties to
+// the lower job, then configuration), until no move that fits saves any.
+func growIdle(cands []oracleJob, chosen, free []int, length float64) {
+	for {
+		bestK, bestC, bestRatio := -1, -1, 0.0
+		for k, j := range cands {
+			curV, curG, curT := 0.0, 0, -1
+			if ch := chosen[k]; ch >= 0 {
+				curV, curG, curT = j.speeds[ch], j.configs[ch].gpus, j.configs[ch].typ
+			}
+			now := j.finish(curV, length)
+			for ci, cfg := range j.configs {
+				added := cfg.gpus - curG
+				room := free[cfg.typ]
+				if cfg.typ == curT {
+					room += curG
+				}
+				if added <= 0 || room < cfg.gpus {
+					continue
+				}
+				if ratio := (now - j.finish(j.speeds[ci], length)) / float64(added); ratio > 1e-9 && ratio > bestRatio {
+					bestK, bestC, bestRatio = k, ci, ratio
+				}
+			}
+		}
+		if bestK < 0 {
+			return
+		}
+		if ch := chosen[bestK]; ch >= 0 {
+			free[cands[bestK].configs[ch].typ] += cands[bestK].configs[ch].gpus
+		}
+		free[cands[bestK].configs[bestC].typ] -= cands[bestK].configs[bestC].gpus
+		chosen[bestK] = bestC
+	}
 }
 
 // raise gives a held job its best-case CPUs and memory per GPU (never less than it holds) where
