@@ -10,20 +10,26 @@ import (
 	"github.com/schedrl/schedrl/jobs"
 )
 
-func init() { registerPolicy("oracle_srtf", func() RoundPolicy { return OracleSRTF{} }) }
+func init() {
+	registerPolicy("oracle_srtf", func() RoundPolicy { return Oracle{} })
+	registerPolicy("oracle_lrtf", func() RoundPolicy { return Oracle{Longest: true} })
+}
 
-// OracleSRTF is a clairvoyant ceiling, not a deployable scheduler: it reads every job's true
-// remaining steps (which no real cluster knows) and ignores what moving a job costs (this world
-// charges no restart). Each round it chooses every present job's GPU type and count among the
-// counts Gavel's table measures for its model (1, 2, 4, 8; elastic regardless of the request), at
-// the type's fair share of CPUs and memory, in two stages:
+// Oracle is a clairvoyant ceiling, not a deployable scheduler: it reads every job's true remaining
+// steps (which no real cluster knows) and ignores what moving a job costs (this world charges no
+// restart). Each round it chooses every present job's GPU type and count among the counts Gavel's
+// table measures for its model (1, 2, 4, 8; elastic regardless of the request), at the type's fair
+// share of CPUs and memory, in two stages:
 //
-//  1. Shortest remaining time first, elastic: maximise Σ_j progress_j(c) / T_j, where T_j is the
-//     job's remaining time at its fastest configuration and progress_j(c) the share of its
-//     remaining steps configuration c runs this round, capped at all of them (a job that finishes
-//     inside the round gains nothing here from more GPUs, which would idle after it until the
-//     boundary). Solved by SiaSolve's greedy over the jobs with the best value per GPU, as many as
-//     there are free GPUs (a job takes at least one).
+//  1. Remaining time first, elastic. oracle-srtf (average JCT) maximises Σ_j progress_j(c) / T_j,
+//     where T_j is the job's remaining time at its fastest configuration and progress_j(c) the
+//     share of its remaining steps configuration c runs this round, capped at all of them (a job
+//     that finishes inside the round gains nothing here from more GPUs, which would idle after it
+//     until the boundary): the shortest first. oracle-lrtf (Longest, makespan) maximises
+//     Σ_j work_j(c) · T_j / round, where work_j(c) is the seconds of the job's fastest speed that c
+//     runs this round (capped at its remaining time): the longest first, each at its most
+//     GPU-efficient count. Solved by SiaSolve's greedy over the jobs with the best value per GPU, as
+//     many as there are free GPUs (a job takes at least one).
 //  2. Growth into the GPUs stage 1 left idle: the move of one job to a configuration with more GPUs
 //     that saves the most seconds of its estimated completion per GPU added (finishing inside the
 //     round: its finish time; otherwise the round plus the rest at its fastest speed), until none
@@ -31,7 +37,9 @@ func init() { registerPolicy("oracle_srtf", func() RoundPolicy { return OracleSR
 //
 // After placing, jobs are raised to their best-case CPUs and memory where their servers have room,
 // the shortest first. Deterministic; no state between rounds.
-type OracleSRTF struct{}
+type Oracle struct {
+	Longest bool // longest remaining time first (oracle-lrtf), for the makespan
+}
 
 // oracleJob is a candidate of a round: its place in RoundState.Present, its configurations and
 // their speeds, the remaining steps and its remaining time at its fastest configuration.
@@ -52,7 +60,7 @@ func (j oracleJob) finish(v, length float64) float64 {
 }
 
 // Plan chooses and places the round's configurations on top of l.
-func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
+func (o Oracle) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
 	length := 360.0
 	if st.Round != nil && st.Round.Length > 0 {
 		length = st.Round.Length
@@ -81,7 +89,11 @@ func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
 		j := oracleJob{i: i, configs: configs, speeds: speeds, rest: rest, vmax: slices.Max(speeds)}
 		j.left = rest / j.vmax
 		for k, v := range speeds {
-			configs[k].value = min(v*length/rest, 1) / j.left
+			if o.Longest {
+				configs[k].value = min(v*length, rest) / j.vmax * j.left / length
+			} else {
+				configs[k].value = min(v*length/rest, 1) / j.left
+			}
 			j.perGPU = max(j.perGPU, configs[k].value/float64(configs[k].gpus))
 		}
 		cands = append(cands, j)
@@ -129,7 +141,7 @@ func (OracleSRTF) Plan(l *Ledger, m SpeedModel, st RoundState) (Plan, error) {
 	return pl.Plan(), nil
 }
 
-// growIdle is OracleSRTF's stage 2 on chosen (indices into each job's configurations, −1 none)
+// growIdle is Oracle's stage 2 on chosen (indices into each job's configurations, −1 none)
 // with free GPUs per type left: the move that saves the most seconds per GPU added first (ties to
 // the lower job, then configuration), until no move that fits saves any.
 func growIdle(cands []oracleJob, chosen, free []int, length float64) {
@@ -259,7 +271,7 @@ const boundGrid, boundGridJCT = 100, 20
 // The prices are searched on a grid; every point gives a valid bound, the best is kept.
 //
 // share false leaves sharing out of the capacity relaxation: a bound for the policies that never
-// put two jobs on the same GPUs (sia, tune-scale, OracleSRTF), tighter on a busy cluster.
+// put two jobs on the same GPUs (sia, tune-scale, Oracle), tighter on a busy cluster.
 func LowerBound(c Cluster, m SpeedModel, work []Job, share bool) (Bound, error) {
 	var gpus typeVec
 	for _, s := range c {

@@ -2,17 +2,20 @@ package fungible
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/schedrl/schedrl/jobs"
 )
 
-// TestOracleSRTFShortestFirstThenGrows on one 8-GPU V100 server with ResNet-18 at 30, 94, 115 and
-// 340 steps/s on 1, 2, 4 and 8 GPUs, a job of 3,000 steps (100 s on 1 GPU) and one of 10^7: stage
-// 1 starts the short job on 1 GPU (it finishes inside the round there) and gives the long job the
-// count with the most steps per GPU that fits (4); stage 2 grows the short job into the 3 idle
-// GPUs (2 saves 68 s, then 4 another 6 s). The given ledger is left as it was.
-func TestOracleSRTFShortestFirstThenGrows(t *testing.T) {
+// TestOracleShortOrLongFirst on one 8-GPU V100 server with ResNet-18 at 30, 94, 115 and 340
+// steps/s on 1, 2, 4 and 8 GPUs, a job of 3,000 steps (100 s on 1 GPU) and one of 10^7.
+// oracle-srtf: stage 1 starts the short job on 1 GPU (it finishes inside the round there) and
+// gives the long job the count with the most steps per GPU that fits (4); stage 2 grows the short
+// job into the 3 idle GPUs (2 saves 68 s, then 4 another 6 s). oracle-lrtf: the long job takes 2
+// GPUs (its most efficient count), then grows to all 8, and the short one waits. The given ledger
+// is left as it was.
+func TestOracleShortOrLongFirst(t *testing.T) {
 	tab := newTable().setAlone("v100", res18, 1, 30).setAlone("v100", res18, 2, 94).setAlone("v100", res18, 4, 115).setAlone("v100", res18, 8, 340)
 	m := SpeedModel{Tput: tab, Sens: loadSensitivity(t)}
 	l := NewLedger(mixCluster(t, "8:0:0"))
@@ -20,14 +23,22 @@ func TestOracleSRTFShortestFirstThenGrows(t *testing.T) {
 		{Job: Job{ID: 1, Type: res18, GPUs: 1, Steps: 10_000_000}},
 		{Job: Job{ID: 2, Type: res18, GPUs: 8, Steps: 3000}},
 	}}
-	plan, err := OracleSRTF{}.Plan(l, m, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkCapacity(t, plan.Ledger)
-	for id, want := range map[int]int{1: 4, 2: 4} {
-		if a, ok := plan.Ledger.Get(id); !ok || a.GPUCount() != want {
-			t.Errorf("job %d holds %d GPUs (held %v), want %d", id, a.GPUCount(), ok, want)
+	for _, c := range []struct {
+		o    Oracle
+		want map[int]int // job -> GPUs, 0: waits
+	}{
+		{Oracle{}, map[int]int{1: 4, 2: 4}},
+		{Oracle{Longest: true}, map[int]int{1: 8, 2: 0}},
+	} {
+		plan, err := c.o.Plan(l, m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCapacity(t, plan.Ledger)
+		for id, want := range c.want {
+			if a, _ := plan.Ledger.Get(id); a.GPUCount() != want {
+				t.Errorf("%+v: job %d holds %d GPUs, want %d", c.o, id, a.GPUCount(), want)
+			}
 		}
 	}
 	if len(l.Jobs()) != 0 {
@@ -35,22 +46,24 @@ func TestOracleSRTFShortestFirstThenGrows(t *testing.T) {
 	}
 }
 
-// TestOracleSRTFIsARoundPolicy: the ceiling is reachable by its name, as `--policy oracle-srtf`
-// is (dashes read as underscores).
-func TestOracleSRTFIsARoundPolicy(t *testing.T) {
-	p, err := NewRoundPolicy("oracle_srtf")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := p.(OracleSRTF); !ok {
-		t.Fatalf("oracle_srtf is a %T", p)
+// TestOracleIsARoundPolicy: the ceilings are reachable by name, as `--policy oracle-srtf` and
+// `oracle-lrtf` are (dashes read as underscores).
+func TestOracleIsARoundPolicy(t *testing.T) {
+	for name, want := range map[string]Oracle{"oracle_srtf": {}, "oracle_lrtf": {Longest: true}} {
+		p, err := NewRoundPolicy(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := p.(Oracle); !ok || o != want {
+			t.Fatalf("%s is %#v, want %#v", name, p, want)
+		}
 	}
 }
 
 // TestLowerBoundBelowEveryRun runs generated multi-GPU jobs over the real data on a busy
-// 12:12:12 cluster under the clairvoyant ceiling, the rules that grow jobs, Sia and gandiva (which
-// shares GPUs): no run goes below LowerBound with sharing, and none of the runs that never share
-// goes below the bound without it. The ceiling's run is deterministic and replays without
+// 12:12:12 cluster under the clairvoyant ceilings, the rule that grows jobs, Sia and gandiva
+// (which shares GPUs): no run goes below LowerBound with sharing, and none of the runs that never
+// share goes below the bound without it. The ceilings' runs are deterministic and replay without
 // over-commit.
 func TestLowerBoundBelowEveryRun(t *testing.T) {
 	m := gavelModel(t)
@@ -82,7 +95,8 @@ func TestLowerBoundBelowEveryRun(t *testing.T) {
 		cfg    func() RunConfig
 		shares bool
 	}{
-		{"oracle-srtf", func() RunConfig { return RunConfig{Policy: OracleSRTF{}, Log: true} }, false},
+		{"oracle-srtf", func() RunConfig { return RunConfig{Policy: Oracle{}, Log: true} }, false},
+		{"oracle-lrtf", func() RunConfig { return RunConfig{Policy: Oracle{Longest: true}, Log: true} }, false},
 		{"tune-scale/srtf", func() RunConfig { return RunConfig{Rule: rule("tune-scale"), Order: mustPolicy(t, "srtf")} }, false},
 		{"sia", func() RunConfig { return RunConfig{Policy: NewSia(DefaultSiaOptions())} }, false},
 		{"gandiva/fifo", func() RunConfig { return RunConfig{Rule: rule("gandiva"), Order: mustPolicy(t, "fifo")} }, true},
@@ -100,7 +114,7 @@ func TestLowerBoundBelowEveryRun(t *testing.T) {
 		if res.AvgJCT < b.AvgJCT || res.Makespan < b.Makespan {
 			t.Errorf("%s: avg JCT %g s, makespan %g s, below the bound %+v", r.name, res.AvgJCT, res.Makespan, b)
 		}
-		if r.name != "oracle-srtf" {
+		if !strings.HasPrefix(r.name, "oracle") {
 			continue
 		}
 		if err := Replay(c, res.Log, func(l *Ledger) { checkCapacity(t, l) }); err != nil {
@@ -111,7 +125,7 @@ func TestLowerBoundBelowEveryRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !slices.Equal(again.JCT, res.JCT) {
-			t.Fatal("oracle-srtf: two runs of the same work differ")
+			t.Fatalf("%s: two runs of the same work differ", r.name)
 		}
 	}
 }
