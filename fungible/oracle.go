@@ -308,15 +308,14 @@ func LowerBound(c Cluster, m SpeedModel, work []Job, share bool) (Bound, error) 
 		}
 		return size
 	}
-	fluid := 0.0
 	for _, w := range priceGrid(gpus, boundGrid) {
-		after := 0.0
-		sizes(w)
+		s, after := sizes(w), 0.0
 		for i := len(work) - 1; i >= 0; i-- {
-			after += size[i]
+			after += s[i]
 			b.Makespan = max(b.Makespan, work[i].Arrival+after)
 		}
 	}
+	fluid := 0.0
 	for _, w := range priceGrid(gpus, boundGridJCT) {
 		fluid = max(fluid, fluidSRPT(work, sizes(w)))
 	}
