@@ -186,7 +186,7 @@ func TestRunPlannersRejectBadWork(t *testing.T) {
 			}
 		}
 	}
-	if _, err := NewRoundPolicy("max_min_fairness_pakced"); !contains(err, `unknown round policy "max_min_fairness_pakced" (have max_min_fairness, max_min_fairness_packed, max_min_fairness_perf, sia)`) {
+	if _, err := NewRoundPolicy("max_min_fairness_pakced"); !contains(err, `unknown round policy "max_min_fairness_pakced" (have max_min_fairness, max_min_fairness_packed, max_min_fairness_perf, oracle_lrtf, oracle_srtf, sia)`) {
 		t.Errorf("error %v", err)
 	}
 }
