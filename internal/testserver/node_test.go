@@ -20,8 +20,8 @@ import (
 	"github.com/schedrl/schedrl/internal/repotest"
 )
 
-// buildImage builds schedrl's image as `make image` does (the binary with -trimpath, then
-// scripts/image) into dir, named ref.
+// buildImage builds schedrl's image as `make image` does (the binary with -trimpath and
+// -tags libtorch_origin, then scripts/image) into dir, named ref.
 func buildImage(t *testing.T, ctx context.Context, dir, ref string) string {
 	t.Helper()
 	root := repotest.Root()
@@ -30,12 +30,12 @@ func buildImage(t *testing.T, ctx context.Context, dir, ref string) string {
 		t.Fatal(err)
 	}
 	bin, archive := filepath.Join(dir, "schedrl"), filepath.Join(dir, "schedrl-image.oci.tar")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/schedrl")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "libtorch_origin", "-ldflags", "-s -w", "-o", bin, "./cmd/schedrl")
 	build.Dir, build.Env = root, append(os.Environ(), "GOWORK="+filepath.Join(deps, "go.work"), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build schedrl: %v\n%s", err, out)
 	}
-	pack := exec.CommandContext(ctx, "go", "run", "./scripts/image", "--binary", bin, "--out", archive, "--name", ref, "--epoch", "0")
+	pack := exec.CommandContext(ctx, "go", "run", "./scripts/image", "--binary", bin, "--libtorch", filepath.Join(deps, "libtorch"), "--out", archive, "--name", ref, "--epoch", "0")
 	pack.Dir, pack.Env = root, append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
 	if out, err := pack.CombinedOutput(); err != nil {
 		t.Fatalf("scripts/image: %v\n%s", err, out)
