@@ -43,11 +43,15 @@ IMAGE_NAME ?= docker.io/schedrl/schedrl
 IMAGE_TAG ?= $(shell sed -n 's/^ *newTag: *//p' deploy/k8s/kustomization.yaml)$(if $(filter 1,$(CUDA)),-cuda)
 
 ## image: dist/schedrl-image.oci.tar, schedrl's OCI image (docs/deploy.md); its digest is the
-## last line. PUSH=REF also pushes it. -trimpath and -s -w: the binary does not depend on the
-## checkout's path, so the same commit gives the same digest.
+## last line. PUSH=REF also pushes it. The same commit gives the same digest from any checkout
+## path: -trimpath, -s -w; -tags libtorch_origin, which links the runpath $ORIGIN/../lib
+## instead of this checkout's libtorch (scripts/setup.d/11-gotch.sh); and -buildid= because Go's
+## build ID hashes cgo's flags, which hold the checkout's path (golang/go#77086).
+## scripts/image-repro.sh checks it with two clones.
 image: torch
-	$(TORCH_ENV) $(GO) build -trimpath -ldflags '-s -w $(LDFLAGS)' -o dist/image/schedrl ./cmd/schedrl
+	$(TORCH_ENV) $(GO) build -trimpath -tags libtorch_origin -ldflags '-s -w -buildid= $(LDFLAGS)' -o dist/image/schedrl ./cmd/schedrl
 	CGO_ENABLED=0 GOWORK=off $(GO) run ./scripts/image --binary dist/image/schedrl \
+		--libtorch '$(or $(LIBTORCH),$(DEPS)/libtorch)' \
 		--out dist/schedrl-image.oci.tar --name '$(IMAGE_NAME):$(IMAGE_TAG)' \
 		--epoch "$$(git log -1 --format=%ct)" --version '$(VERSION)' --revision '$(REVISION)' \
 		$(if $(PUSH),--push '$(PUSH)')

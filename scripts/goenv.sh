@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints the environment that builds and tests the packages linking libtorch, for
 #   eval "$(scripts/goenv.sh)"; go test ./nn/...
-# (the Makefile sets the same itself). Libraries are found through the rpath baked in at link
-# time, so no LD_LIBRARY_PATH is needed.
+# (the Makefile sets the same itself). Binaries find libtorch through the runpath the generated
+# gotch links (.deps/gotch/libtch/rpath.go: the linked .deps/gotch/libtorch/lib), so no
+# LD_LIBRARY_PATH is needed; only `make image` links $ORIGIN/../lib instead (-tags libtorch_origin).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ ! -f "$root/.deps/go.work" ]]; then

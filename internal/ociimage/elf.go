@@ -13,9 +13,15 @@ import (
 
 // SharedLibraries runs ldd on the ELF file at bin and returns the host path of every shared
 // library the dynamic loader resolves for it (the loader included, linux-vdso left out). A
-// library ldd cannot find is an error naming it.
-func SharedLibraries(ctx context.Context, bin string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "ldd", bin).Output()
+// library ldd cannot find is an error naming it. libPath, unless empty, is searched first
+// (LD_LIBRARY_PATH): the image's binary names its libraries by a runpath relative to itself,
+// which holds in the image, not where it was built.
+func SharedLibraries(ctx context.Context, bin, libPath string) ([]string, error) {
+	cmd := exec.CommandContext(ctx, "ldd", bin)
+	if libPath != "" {
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+libPath)
+	}
+	out, err := cmd.Output()
 	if err != nil {
 		msg := ""
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -56,67 +62,27 @@ func parseLdd(bin string, out []byte) ([]string, error) {
 	return libs, sc.Err()
 }
 
-// SetRunpath rewrites, in place, the DT_RUNPATH (or DT_RPATH) string of the ELF file at path
-// to runpath. The new string must not be longer than the old one: it is written over the old
-// bytes and padded with NULs, so no section moves (what chrpath does). The build links
-// libtorch by its absolute path on the build machine; the image finds it beside the binary.
-func SetRunpath(path, runpath string) error {
+// Runpath returns the DT_RUNPATH (or DT_RPATH) string of the ELF file at path. The image's
+// binary must find libtorch beside itself whatever the build machine's path, so scripts/image
+// checks it rather than rewriting it: a rewrite padded to the linked string's length left that
+// length, and so the checkout's path, in the binary.
+func Runpath(path string) (string, error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return err
+		return "", err
 	}
-	off, old, err := runpathOffset(f)
-	f.Close()
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	if len(runpath) > len(old) {
-		return fmt.Errorf("%s: runpath %q longer than the linked %q", path, runpath, old)
-	}
-	buf := make([]byte, len(old))
-	copy(buf, runpath)
-	w, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	if _, err := w.WriteAt(buf, int64(off)); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
-}
-
-// runpathOffset returns the file offset and value of the runpath string.
-func runpathOffset(f *elf.File) (uint64, string, error) {
+	defer f.Close()
 	if f.Class != elf.ELFCLASS64 {
-		return 0, "", fmt.Errorf("not a 64-bit ELF file")
+		return "", fmt.Errorf("%s: not a 64-bit ELF file", path)
 	}
-	dyn, dynstr := f.Section(".dynamic"), f.Section(".dynstr")
-	if dyn == nil || dynstr == nil {
-		return 0, "", fmt.Errorf("no dynamic section (statically linked?)")
-	}
-	d, err := dyn.Data()
-	if err != nil {
-		return 0, "", err
-	}
-	strs, err := dynstr.Data()
-	if err != nil {
-		return 0, "", err
-	}
-	for i := 0; i+16 <= len(d); i += 16 {
-		tag := elf.DynTag(f.ByteOrder.Uint64(d[i:]))
-		if tag != elf.DT_RUNPATH && tag != elf.DT_RPATH {
-			continue
+	for _, tag := range []elf.DynTag{elf.DT_RUNPATH, elf.DT_RPATH} {
+		v, err := f.DynString(tag)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
 		}
-		val := f.ByteOrder.Uint64(d[i+8:])
-		if val >= uint64(len(strs)) {
-			return 0, "", fmt.Errorf("runpath string offset %d outside .dynstr", val)
+		if len(v) > 0 {
+			return strings.Join(v, ":"), nil
 		}
-		end := bytes.IndexByte(strs[val:], 0)
-		if end < 0 {
-			return 0, "", fmt.Errorf("runpath string not terminated")
-		}
-		return dynstr.Offset + val, string(strs[val : val+uint64(end)]), nil
 	}
-	return 0, "", fmt.Errorf("no DT_RUNPATH or DT_RPATH entry")
+	return "", fmt.Errorf("%s: no DT_RUNPATH or DT_RPATH entry", path)
 }

@@ -3,7 +3,6 @@ package ociimage
 import (
 	"archive/tar"
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"io"
 	"log"
@@ -339,38 +338,51 @@ func TestParseLdd(t *testing.T) {
 	}
 }
 
-func TestSetRunpath(t *testing.T) {
+// TestRunpathAndLibPath: a program linked against a library by a runpath relative to itself
+// (what the image's schedrl has) reads back that runpath, and ldd finds the library only
+// through the given library path, as scripts/image runs it.
+func TestRunpathAndLibPath(t *testing.T) {
 	cc, err := exec.LookPath("cc")
 	if err != nil {
 		t.Fatal("a C compiler is needed (the libtorch build needs one too):", err)
 	}
 	dir := t.TempDir()
-	src, bin := filepath.Join(dir, "main.c"), filepath.Join(dir, "main")
-	if err := os.WriteFile(src, []byte("int main(void) { return 0; }\n"), 0o644); err != nil {
+	libDir := filepath.Join(dir, "deps", "lib")
+	if err := os.MkdirAll(libDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lib, main, bin := filepath.Join(dir, "dep.c"), filepath.Join(dir, "main.c"), filepath.Join(dir, "main")
+	if err := os.WriteFile(lib, []byte("int dep(void) { return 0; }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(main, []byte("int dep(void);\nint main(void) { return dep(); }\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := exec.CommandContext(ctx, cc, "-Wl,--enable-new-dtags,-rpath,/build/machine/deps/libtorch/lib", "-o", bin, src).CombinedOutput(); err != nil {
+	for _, args := range [][]string{
+		{"-shared", "-fPIC", "-o", filepath.Join(libDir, "libdep.so"), lib},
+		{"-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib", "-L" + libDir, "-o", bin, main, "-ldep"},
+	} {
+		if out, err := exec.CommandContext(ctx, cc, args...).CombinedOutput(); err != nil {
+			t.Fatalf("cc %v: %v\n%s", args, err, out)
+		}
+	}
+	if got, err := Runpath(bin); err != nil || got != "$ORIGIN/../lib" {
+		t.Fatalf("Runpath: %q %v", got, err)
+	}
+	if _, err := SharedLibraries(ctx, bin, ""); err == nil || !strings.Contains(err.Error(), "libraries not found: libdep.so") {
+		t.Fatalf("ldd without the library path: got %v", err)
+	}
+	libs, err := SharedLibraries(ctx, bin, libDir)
+	if err != nil || !slices.Contains(libs, filepath.Join(libDir, "libdep.so")) {
+		t.Fatalf("ldd with the library path: %v %v", libs, err)
+	}
+
+	if out, err := exec.CommandContext(ctx, cc, "-o", bin, main, filepath.Join(libDir, "libdep.so")).CombinedOutput(); err != nil {
 		t.Fatalf("cc: %v\n%s", err, out)
 	}
-	if err := SetRunpath(bin, "$ORIGIN/../lib"); err != nil {
-		t.Fatal(err)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := f.DynString(elf.DT_RUNPATH)
-	f.Close()
-	if err != nil || len(got) != 1 || got[0] != "$ORIGIN/../lib" {
-		t.Fatalf("runpath %v (%v)", got, err)
-	}
-	if out, err := exec.CommandContext(ctx, bin).CombinedOutput(); err != nil {
-		t.Fatalf("patched binary does not run: %v\n%s", err, out)
-	}
-	err = SetRunpath(bin, "/a/path/longer/than/the/linked/one/by/far")
-	if err == nil || !strings.Contains(err.Error(), "longer than the linked") {
-		t.Fatalf("longer runpath: got %v", err)
+	if got, err := Runpath(bin); err == nil || !strings.Contains(err.Error(), "no DT_RUNPATH") {
+		t.Fatalf("Runpath of a binary without one: %q %v", got, err)
 	}
 }

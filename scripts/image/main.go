@@ -1,7 +1,7 @@
-// Command image assembles schedrl's OCI image (`make image`) from a built bin/schedrl without a
-// container engine: the binary, the shared libraries ldd resolves for it (libtorch's beside
-// the binary, the system's at their own paths), data/ and configs/ as git tracks them, the CA
-// certificates, and a non-root user. It writes an OCI layout tarball, optionally pushes, and
+// Command image assembles schedrl's OCI image (`make image`) from schedrl built with -trimpath
+// and -tags libtorch_origin, without a container engine: the binary, the shared libraries ldd
+// resolves for it (libtorch's beside the binary, the system's at their own paths), data/ and
+// configs/ as git tracks them, the CA certificates, and a non-root user. It writes an OCI layout tarball, optionally pushes, and
 // prints the manifest digest as the last line. The same inputs give the same digest.
 package main
 
@@ -10,12 +10,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,11 +29,15 @@ const (
 	libDir  = home + "/lib"
 	binPath = home + "/bin/schedrl"
 	uid     = 65532 // the manifests' runAsUser
+	// The binary's runpath: libDir seen from binPath. -tags libtorch_origin links it
+	// (scripts/setup.d/11-gotch.sh), so the binary is the same from any checkout.
+	runpath = "$ORIGIN/../lib"
 )
 
 type imageOptions struct {
 	Repo     string // repository root: data/ and configs/ as `git ls-files` lists them
 	Binary   string // the built schedrl
+	Libtorch string // the libtorch it was linked against: ldd looks in its lib/
 	Out      string // the OCI layout tarball
 	Name     string // image reference recorded in the tarball
 	Push     string // reference to push to; empty: none
@@ -52,6 +54,7 @@ func newImageOptions(args []string, stdout io.Writer) (*imageOptions, error) {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	fs.StringVar(&o.Repo, "repo", ".", "repository root")
 	fs.StringVar(&o.Binary, "binary", "", "the built schedrl binary (required)")
+	fs.StringVar(&o.Libtorch, "libtorch", "", "the libtorch the binary links (default: --repo's .deps/libtorch)")
 	fs.StringVar(&o.Out, "out", "dist/schedrl-image.oci.tar", "OCI layout tarball to write")
 	fs.StringVar(&o.Name, "name", "docker.io/schedrl/schedrl:latest", "image name:tag recorded in the tarball")
 	fs.StringVar(&o.Push, "push", "", "also push to this reference")
@@ -61,6 +64,14 @@ func newImageOptions(args []string, stdout io.Writer) (*imageOptions, error) {
 	fs.StringVar(&o.CACerts, "ca-certs", "/etc/ssl/certs/ca-certificates.crt", "CA bundle to install")
 	fs.DurationVar(&o.Timeout, "timeout", 10*time.Minute, "deadline of the whole build and push")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.Libtorch == "" {
+		o.Libtorch = filepath.Join(o.Repo, ".deps", "libtorch")
+	}
+	// ldd reports libraries by the search path's spelling: absolute, so layers name host files.
+	var err error
+	if o.Libtorch, err = filepath.Abs(o.Libtorch); err != nil {
 		return nil, err
 	}
 	switch {
@@ -100,7 +111,7 @@ func run(ctx context.Context, o *imageOptions) error {
 	}
 	defer os.RemoveAll(stage)
 
-	specs, err := layerSpecs(ctx, o, stage)
+	specs, err := layerSpecs(ctx, o)
 	if err != nil {
 		return err
 	}
@@ -157,8 +168,19 @@ func imageConfig(o *imageOptions) v1.Config {
 
 // layerSpecs lists the four layers, least often changed first: system (user, certificates,
 // libc and friends), libtorch, data and configs, the binary.
-func layerSpecs(ctx context.Context, o *imageOptions, stage string) ([]ociimage.LayerSpec, error) {
-	libs, err := ociimage.SharedLibraries(ctx, o.Binary)
+func layerSpecs(ctx context.Context, o *imageOptions) ([]ociimage.LayerSpec, error) {
+	rp, err := ociimage.Runpath(o.Binary)
+	if err != nil {
+		return nil, err
+	}
+	if rp != runpath {
+		return nil, fmt.Errorf("%s: runpath %q, want %q: build it with -tags libtorch_origin, as make image does", o.Binary, rp, runpath)
+	}
+	version, err := libtorchVersionFile(o.Libtorch)
+	if err != nil {
+		return nil, err
+	}
+	libs, err := ociimage.SharedLibraries(ctx, o.Binary, filepath.Join(o.Libtorch, "lib"))
 	if err != nil {
 		return nil, err
 	}
@@ -169,51 +191,35 @@ func layerSpecs(ctx context.Context, o *imageOptions, stage string) ([]ociimage.
 		{Path: "/tmp", Dir: true, Mode: 0o1777},
 	}
 	var torch []ociimage.File
-	torchRoots := map[string]bool{}
 	for _, l := range libs {
 		if systemLibrary(l) {
 			system = append(system, ociimage.File{Path: l, Source: l})
 		} else {
 			torch = append(torch, ociimage.File{Path: path.Join(libDir, path.Base(l)), Source: l})
-			torchRoots[filepath.Dir(filepath.Dir(l))] = true
 		}
-	}
-	version, err := libtorchVersionFile(torchRoots)
-	if err != nil {
-		return nil, err
 	}
 	torch = append(torch, version)
 	tracked, err := gitFiles(ctx, o.Repo, "data", "configs")
 	if err != nil {
 		return nil, err
 	}
-	// The build links libtorch by its absolute path here; the image's copy finds it beside itself.
-	bin := filepath.Join(stage, "schedrl")
-	if err := copyFile(o.Binary, bin); err != nil {
-		return nil, err
-	}
-	if err := ociimage.SetRunpath(bin, "$ORIGIN/../lib"); err != nil {
-		return nil, err
-	}
 	return []ociimage.LayerSpec{
 		{Name: "system", Files: system},
 		{Name: "libtorch", Files: torch},
 		{Name: "data", Files: ociimage.TreeFiles(o.Repo, home, tracked)},
-		{Name: "schedrl", Files: []ociimage.File{{Path: binPath, Source: bin, Mode: 0o755}}},
+		{Name: "schedrl", Files: []ociimage.File{{Path: binPath, Source: o.Binary, Mode: 0o755}}},
 	}, nil
 }
 
 // libtorchVersionFile is what nn.Probe reads to report libtorch's version (`schedrl doctor`):
-// build-version, or else torch/version.h, of the libtorch tree whose lib/ the libraries came from.
-func libtorchVersionFile(roots map[string]bool) (ociimage.File, error) {
-	for root := range roots {
-		for _, rel := range []string{"build-version", "include/torch/csrc/api/include/torch/version.h"} {
-			if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
-				return ociimage.File{Path: path.Join(home, rel), Source: filepath.Join(root, rel)}, nil
-			}
+// build-version, or else torch/version.h, of the libtorch the binary links.
+func libtorchVersionFile(root string) (ociimage.File, error) {
+	for _, rel := range []string{"build-version", "include/torch/csrc/api/include/torch/version.h"} {
+		if _, err := os.Stat(filepath.Join(root, rel)); err == nil {
+			return ociimage.File{Path: path.Join(home, rel), Source: filepath.Join(root, rel)}, nil
 		}
 	}
-	return ociimage.File{}, fmt.Errorf("no libtorch build-version or torch/version.h beside the libraries ldd found (%v)", slices.Sorted(maps.Keys(roots)))
+	return ociimage.File{}, fmt.Errorf("--libtorch %s: no build-version or include/torch/csrc/api/include/torch/version.h", root)
 }
 
 func systemLibrary(p string) bool {
@@ -242,21 +248,4 @@ func gitFiles(ctx context.Context, repo string, dirs ...string) ([]string, error
 		return nil, fmt.Errorf("git ls-files in %s: nothing tracked under %v", repo, dirs)
 	}
 	return files, nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }
