@@ -1,0 +1,131 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/sim"
+)
+
+// PartSchema names the layout of a shard's part; the driver refuses any other.
+const PartSchema = "schedrl.eval.part/v1"
+
+// Shard is shard Index of Count: the cells (policy, trace, seed), in job order, whose
+// position modulo Count is Index. Dealing cells round-robin keeps shards of equal cost when
+// some policies are slower than others.
+type Shard struct{ Index, Count int }
+
+// ParseShard reads "I/N" with 0 <= I < N.
+func ParseShard(s string) (Shard, error) {
+	i, n, ok := strings.Cut(s, "/")
+	index, err1 := strconv.Atoi(i)
+	count, err2 := strconv.Atoi(n)
+	if !ok || err1 != nil || err2 != nil || count < 1 || index < 0 || index >= count {
+		return Shard{}, fmt.Errorf("shard %q: want I/N with 0 <= I < N", s)
+	}
+	return Shard{index, count}, nil
+}
+
+func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
+
+// Remote runs an evaluation's cells elsewhere: it returns, in shard order, the parts that
+// RunShard gives for shards 0/n ... n-1/n of the same config.
+type Remote func(ctx context.Context, shards int) ([][]byte, error)
+
+// part is one shard's runs, with what identifies each cell, so that the driver refuses a
+// part made from another config or code.
+type part struct {
+	Schema string     `json:"schema"`
+	Shard  int        `json:"shard"`
+	Shards int        `json:"shards"`
+	Cells  int        `json:"cells"` // of the whole evaluation
+	Tune   float64    `json:"tune"`
+	Runs   []cellPart `json:"runs"`
+}
+
+type cellPart struct {
+	Cell   int              `json:"cell"`
+	Policy string           `json:"policy"`
+	Trace  string           `json:"trace"`
+	Run    SeedRun          `json:"run"`
+	Curve  []sim.CurvePoint `json:"curve"` // SeedRun leaves it out of metrics.json
+}
+
+// RunShard runs one shard's cells of cfg and returns its part (JSON). It checks the whole
+// config as Run does, so a shard fails on the same bad input as the evaluation.
+func RunShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard) ([]byte, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("eval config: %w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	plan, err := prepare(cfg, opts.Resolve)
+	if err != nil {
+		return nil, err
+	}
+	js := plan.jobs()
+	var mine []int
+	for i := sh.Index; i < len(js); i += sh.Count {
+		mine = append(mine, i)
+	}
+	runs, err := plan.runCells(ctx, mine, log, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	p := part{Schema: PartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(js), Tune: cfg.Tune}
+	for _, i := range mine {
+		j := js[i]
+		p.Runs = append(p.Runs, cellPart{Cell: i, Policy: plan.refs[j.policy].Raw, Trace: plan.traces[j.trace].Name,
+			Run: runs[i], Curve: runs[i].Curve})
+	}
+	return json.Marshal(p)
+}
+
+// merge reads the parts of every shard into the runs in job order, checking that each cell
+// is there once and is the cell this plan would run.
+func (p *plan) merge(parts [][]byte) ([]SeedRun, error) {
+	js := p.jobs()
+	runs := make([]SeedRun, len(js))
+	seen := make([]bool, len(js))
+	for s, data := range parts {
+		var pt part
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&pt); err != nil {
+			return nil, fmt.Errorf("part of shard %d/%d: %w", s, len(parts), err)
+		}
+		switch {
+		case pt.Schema != PartSchema:
+			return nil, fmt.Errorf("part of shard %d/%d: schema %q, want %q", s, len(parts), pt.Schema, PartSchema)
+		case pt.Shard != s || pt.Shards != len(parts) || pt.Cells != len(js) || pt.Tune != p.cfg.Tune:
+			return nil, fmt.Errorf("part of shard %d/%d: made for shard %d/%d of %d cells at tune %v, want %d cells at tune %v",
+				s, len(parts), pt.Shard, pt.Shards, pt.Cells, pt.Tune, len(js), p.cfg.Tune)
+		}
+		for _, c := range pt.Runs {
+			if c.Cell < 0 || c.Cell >= len(js) || c.Cell%len(parts) != s || seen[c.Cell] {
+				return nil, fmt.Errorf("part of shard %d/%d: cell %d is not its own or comes twice", s, len(parts), c.Cell)
+			}
+			j := js[c.Cell]
+			if c.Policy != p.refs[j.policy].Raw || c.Trace != p.traces[j.trace].Name || c.Run.Seed != p.seeds[j.seed] {
+				return nil, fmt.Errorf("part of shard %d/%d: cell %d is policy %q on trace %q seed %d, want %q on %q seed %d", s, len(parts),
+					c.Cell, c.Policy, c.Trace, c.Run.Seed, p.refs[j.policy].Raw, p.traces[j.trace].Name, p.seeds[j.seed])
+			}
+			c.Run.Curve = c.Curve
+			runs[c.Cell], seen[c.Cell] = c.Run, true
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("parts: cell %d (shard %d/%d) is missing", i, i%max(len(parts), 1), len(parts))
+		}
+	}
+	return runs, nil
+}
