@@ -63,6 +63,9 @@ func RunShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("eval config: %w", err)
 	}
+	if cfg.Timed.Kind != "" {
+		return nil, fmt.Errorf("eval config: timed.kind is %q: timed workloads are not sharded", cfg.Timed.Kind)
+	}
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
