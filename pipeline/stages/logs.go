@@ -36,7 +36,20 @@ func registerExpertLogs(envName string, make func(config.Config) (pipeline.Stage
 	expertLogMakers[envName] = make
 }
 
+// localOnly refuses the kubernetes executor for a stage that does not shard yet: its work
+// would silently stay on this machine otherwise (docs/distributed.md says what runs where).
+func localOnly(cfg config.Config, stage string) error {
+	if k := cfg.Pipeline.Executor.Kind; k != "local" {
+		return fmt.Errorf("pipeline.executor.kind: %q: the %s stage runs on the local executor only; "+
+			"`schedrl eval --executor kubernetes` runs evaluation sweeps on a cluster (docs/distributed.md)", k, stage)
+	}
+	return nil
+}
+
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
+	if err := localOnly(cfg, "logs"); err != nil {
+		return nil, err
+	}
 	if src := cfg.Pipeline.Logs.Source; src != "" {
 		if strings.HasPrefix(src, "s3://") && cfg.Datasets.Logs == "" {
 			return newStoreLogs(src, cfg.Registry.S3)
