@@ -13,8 +13,12 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
-// PartSchema names the layout of a shard's part; the driver refuses any other.
-const PartSchema = "schedrl.eval.part/v1"
+// PartSchema and TimedPartSchema name the layouts of a shard's part (arrival protocol, timed
+// worlds); the driver refuses any other.
+const (
+	PartSchema      = "schedrl.eval.part/v1"
+	TimedPartSchema = "schedrl.eval.timed-part/v1"
+)
 
 // Shard is shard Index of Count: the cells (policy, trace, seed), in job order, whose
 // position modulo Count is Index. Dealing cells round-robin keeps shards of equal cost when
@@ -57,28 +61,26 @@ type cellPart struct {
 	Curve  []sim.CurvePoint `json:"curve"` // SeedRun leaves it out of metrics.json
 }
 
-// RunShard runs one shard's cells of cfg and returns its part (JSON). It checks the whole
-// config as Run does, so a shard fails on the same bad input as the evaluation.
+// RunShard runs one shard's cells of cfg (the arrival protocol, or the timed world of
+// cfg.Timed.Kind) and returns its part (JSON). It checks the whole config as Run and RunTimed
+// do, so a shard fails on the same bad input as the evaluation.
 func RunShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard) ([]byte, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("eval config: %w", err)
 	}
-	if cfg.Timed.Kind != "" {
-		return nil, fmt.Errorf("eval config: timed.kind is %q: timed workloads are not sharded", cfg.Timed.Kind)
-	}
 	log := opts.Log
 	if log == nil {
 		log = slog.Default()
+	}
+	if cfg.Timed.Kind != "" {
+		return runTimedShard(ctx, cfg, opts, sh, log)
 	}
 	plan, err := prepare(cfg, opts.Resolve)
 	if err != nil {
 		return nil, err
 	}
 	js := plan.jobs()
-	var mine []int
-	for i := sh.Index; i < len(js); i += sh.Count {
-		mine = append(mine, i)
-	}
+	mine := shardCells(sh, len(js))
 	runs, err := plan.runCells(ctx, mine, log, opts.Progress)
 	if err != nil {
 		return nil, err
@@ -100,14 +102,10 @@ func (p *plan) merge(parts [][]byte) ([]SeedRun, error) {
 	seen := make([]bool, len(js))
 	for s, data := range parts {
 		var pt part
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&pt); err != nil {
+		if err := decodePart(data, PartSchema, &pt); err != nil {
 			return nil, fmt.Errorf("part of shard %d/%d: %w", s, len(parts), err)
 		}
 		switch {
-		case pt.Schema != PartSchema:
-			return nil, fmt.Errorf("part of shard %d/%d: schema %q, want %q", s, len(parts), pt.Schema, PartSchema)
 		case pt.Shard != s || pt.Shards != len(parts) || pt.Cells != len(js) || pt.Tune != p.cfg.Tune:
 			return nil, fmt.Errorf("part of shard %d/%d: made for shard %d/%d of %d cells at tune %v, want %d cells at tune %v",
 				s, len(parts), pt.Shard, pt.Shards, pt.Cells, pt.Tune, len(js), p.cfg.Tune)
@@ -131,4 +129,105 @@ func (p *plan) merge(parts [][]byte) ([]SeedRun, error) {
 		}
 	}
 	return runs, nil
+}
+
+// shardCells are the cells of shard sh among n.
+func shardCells(sh Shard, n int) []int {
+	var mine []int
+	for i := sh.Index; i < n; i += sh.Count {
+		mine = append(mine, i)
+	}
+	return mine
+}
+
+// timedPart is one shard's timed runs, with their JCTs and series (which metrics.json leaves
+// to jct.csv and series.csv).
+type timedPart struct {
+	Schema string          `json:"schema"`
+	Shard  int             `json:"shard"`
+	Shards int             `json:"shards"`
+	Cells  int             `json:"cells"`
+	Kind   string          `json:"kind"`
+	Runs   []timedCellPart `json:"runs"`
+}
+
+type timedCellPart struct {
+	Cell     int          `json:"cell"`
+	Policy   string       `json:"policy"`
+	Workload string       `json:"workload"`
+	Run      TimedSeedRun `json:"run"`
+	JCT      []float64    `json:"jct"`
+	Series   []TimedPoint `json:"series"`
+}
+
+func runTimedShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard, log *slog.Logger) ([]byte, error) {
+	plan, err := prepareTimed(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	mine := shardCells(sh, len(plan.cells))
+	runs, err := plan.runCells(ctx, mine, log, opts.Progress)
+	if err != nil {
+		return nil, err
+	}
+	p := timedPart{Schema: TimedPartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(plan.cells), Kind: cfg.Timed.Kind}
+	for _, i := range mine {
+		c := plan.cells[i]
+		p.Runs = append(p.Runs, timedCellPart{Cell: i, Policy: plan.policies[c.policy], Workload: plan.names[c.workload],
+			Run: runs[i], JCT: runs[i].JCT, Series: runs[i].Series})
+	}
+	return json.Marshal(p)
+}
+
+// merge reads the timed parts of every shard into the runs in cell order, as plan.merge does
+// for the arrival protocol.
+func (p *timedPlan) merge(parts [][]byte) ([]TimedSeedRun, error) {
+	runs := make([]TimedSeedRun, len(p.cells))
+	seen := make([]bool, len(p.cells))
+	for s, data := range parts {
+		var pt timedPart
+		if err := decodePart(data, TimedPartSchema, &pt); err != nil {
+			return nil, fmt.Errorf("part of shard %d/%d: %w", s, len(parts), err)
+		}
+		switch {
+		case pt.Shard != s || pt.Shards != len(parts) || pt.Cells != len(p.cells) || pt.Kind != p.cfg.Timed.Kind:
+			return nil, fmt.Errorf("part of shard %d/%d: made for shard %d/%d of %d %s cells, want %d %s cells",
+				s, len(parts), pt.Shard, pt.Shards, pt.Cells, pt.Kind, len(p.cells), p.cfg.Timed.Kind)
+		}
+		for _, c := range pt.Runs {
+			if c.Cell < 0 || c.Cell >= len(p.cells) || c.Cell%len(parts) != s || seen[c.Cell] {
+				return nil, fmt.Errorf("part of shard %d/%d: cell %d is not its own or comes twice", s, len(parts), c.Cell)
+			}
+			want := p.cells[c.Cell]
+			if c.Policy != p.policies[want.policy] || c.Workload != p.names[want.workload] || c.Run.Seed != p.seeds[want.seed] {
+				return nil, fmt.Errorf("part of shard %d/%d: cell %d is policy %q on workload %q seed %d, want %q on %q seed %d", s, len(parts),
+					c.Cell, c.Policy, c.Workload, c.Run.Seed, p.policies[want.policy], p.names[want.workload], p.seeds[want.seed])
+			}
+			c.Run.JCT, c.Run.Series = c.JCT, c.Series
+			runs[c.Cell], seen[c.Cell] = c.Run, true
+		}
+	}
+	for i, ok := range seen {
+		if !ok {
+			return nil, fmt.Errorf("parts: cell %d (shard %d/%d) is missing", i, i%max(len(parts), 1), len(parts))
+		}
+	}
+	return runs, nil
+}
+
+// decodePart reads a part of the given schema, refusing unknown fields; the schema is
+// checked first, so a part of another layout is named as such.
+func decodePart(data []byte, schema string, into any) error {
+	var head struct {
+		Schema string `json:"schema"`
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
+		return err
+	}
+	if head.Schema != schema {
+		return fmt.Errorf("schema %q, want %q", head.Schema, schema)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
 }

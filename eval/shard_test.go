@@ -107,3 +107,61 @@ func TestMergeRefusesForeignParts(t *testing.T) {
 		t.Error("shard 3/3 accepted")
 	}
 }
+
+// Timed worlds shard the same way: the merged report's metrics.json (less wall clock),
+// jct.csv and series.csv are the local run's, byte for byte.
+func TestTimedShardsMergeIntoTheLocalReport(t *testing.T) {
+	cfg := timedConfig(t, "jobs")
+	cfg.Policies = []string{"fifo", "srtf"}
+	if _, err := RunTimed(context.Background(), cfg, Options{Log: quiet}); err != nil {
+		t.Fatal(err)
+	}
+	sharded := cfg
+	sharded.Out = filepath.Join(t.TempDir(), "sharded")
+	remote := func(ctx context.Context, n int) ([][]byte, error) {
+		parts := make([][]byte, n)
+		for i := range n {
+			var err error
+			if parts[i], err = RunShard(ctx, cfg, Options{Log: quiet}, Shard{i, n}); err != nil {
+				return nil, err
+			}
+		}
+		return parts, nil
+	}
+	if _, err := RunTimed(context.Background(), sharded, Options{Log: quiet, Remote: remote, Shards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(dir string) []byte {
+		m, err := ReadTimedMetrics(filepath.Join(dir, "metrics.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.WallSeconds = 0
+		for r := range m.Results {
+			for s := range m.Results[r].PerSeed {
+				m.Results[r].PerSeed[s].WallSeconds = 0
+			}
+		}
+		data, _ := json.Marshal(m)
+		return data
+	}
+	if !bytes.Equal(read(cfg.Out), read(sharded.Out)) {
+		t.Error("timed metrics.json of the merged shards differs from the local run's")
+	}
+	for _, f := range []string{timedJCTFile, timedSeriesCSV} {
+		a, _ := os.ReadFile(filepath.Join(cfg.Out, f))
+		b, _ := os.ReadFile(filepath.Join(sharded.Out, f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("%s of the merged shards differs from the local run's", f)
+		}
+	}
+	static, err := RunShard(context.Background(), smallConfig(t), Options{Log: quiet}, Shard{0, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharded.Out = filepath.Join(t.TempDir(), "foreign")
+	foreign := func(context.Context, int) ([][]byte, error) { return [][]byte{static}, nil }
+	if _, err := RunTimed(context.Background(), sharded, Options{Log: quiet, Remote: foreign, Shards: 1}); err == nil || !strings.Contains(err.Error(), TimedPartSchema) {
+		t.Errorf("a static part merged into a timed report: %v", err)
+	}
+}

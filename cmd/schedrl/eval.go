@@ -204,7 +204,8 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 		return runEvalShard(ctx, opts, evalOpts)
 	}
 	if xc := cfg.Pipeline.Executor; xc.Kind == "kubernetes" {
-		if ec.Timed.Kind != "" {
+		// The defrag-online world reads the whole defrag_online section, which no flag carries.
+		if ec.Timed.Kind == "defrag-online" {
 			return fmt.Errorf("eval: --timed %s runs on the local executor only (docs/distributed.md)", ec.Timed.Kind)
 		}
 		for _, p := range ec.Policies {
@@ -288,6 +289,26 @@ func shardArgs(ec config.EvalConfig) []string {
 	one("nodes", ec.Nodes, def.Nodes)
 	one("traces-dir", ec.TracesDir, def.TracesDir)
 	one("baseline", ec.Baseline, def.Baseline)
+	t, dt := ec.Timed, def.Timed
+	one("timed", t.Kind, dt.Kind)
+	one("cluster", t.Cluster, dt.Cluster)
+	one("servers-gpus", t.ServersGPUs, dt.ServersGPUs)
+	one("round", num(t.Round), num(dt.Round))
+	one("load", num(t.Load), num(dt.Load))
+	one("tasks", strconv.Itoa(t.Tasks), strconv.Itoa(dt.Tasks))
+	one("cap", num(t.Cap), num(dt.Cap))
+	one("warmup", num(t.Warmup), num(dt.Warmup))
+	one("queue", t.Queue, dt.Queue)
+	// Keys without a flag of their own.
+	set := func(key, v, d string) {
+		if v != d && v != config.RepoFile(d) {
+			args = append(args, "--set", key+"="+v)
+		}
+	}
+	set("eval.timed.throughputs", t.Throughputs, dt.Throughputs)
+	set("eval.timed.profiles", t.Profiles, dt.Profiles)
+	set("eval.timed.synergy_map", t.SynergyMap, dt.SynergyMap)
+	set("eval.timed.series_step", num(t.SeriesStep), num(dt.SeriesStep))
 	return args
 }
 
