@@ -238,7 +238,11 @@ func (k *Kubernetes) failedShards(j *batchv1.Job) string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, ": failed shards %s (%d tries each)", failed, k.cfg.Retries+1)
+	tries := "once"
+	if k.cfg.Retries > 0 {
+		tries = fmt.Sprintf("%d times", k.cfg.Retries+1)
+	}
+	fmt.Fprintf(&b, ": failed shards %s (each tried %s)", failed, tries)
 	indexes := make([]string, 0, len(last))
 	for i := range last {
 		indexes = append(indexes, i)
@@ -299,6 +303,17 @@ func (k *Kubernetes) deleteJob(name string) {
 func PartKey(prefix string, shard int, data []byte) string {
 	sum := sha256.Sum256(data)
 	return fmt.Sprintf("%s/%d-%s.json", prefix, shard, hex.EncodeToString(sum[:]))
+}
+
+// CheckStore lists the parts' prefix, so a pod without access to the store fails before its
+// work rather than after it.
+func CheckStore(ctx context.Context, store config.RegistryConfig, prefix string) error {
+	b, err := registry.OpenBackend(store)
+	if err != nil {
+		return err
+	}
+	_, err = b.List(ctx, prefix+"/")
+	return err
 }
 
 // WritePart stores a shard's part (the pod's side of Run).

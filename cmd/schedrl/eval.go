@@ -245,11 +245,16 @@ func runEvalShard(ctx context.Context, opts *evalOptions, evalOpts eval.Options)
 	if err != nil {
 		return fmt.Errorf("--shard: %w", err)
 	}
+	check, cancel := context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	defer cancel()
+	if err := executor.CheckStore(check, opts.Config.Registry, opts.Part); err != nil {
+		return fmt.Errorf("shard %s: the parts' store: %w", sh, err)
+	}
 	part, err := eval.RunShard(ctx, opts.Config.Eval, evalOpts, sh)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	ctx, cancel = context.WithTimeout(ctx, opts.Config.Registry.Deadline)
 	defer cancel()
 	if err := executor.WritePart(ctx, opts.Config.Registry, opts.Part, sh.Index, part); err != nil {
 		return fmt.Errorf("shard %s: %w", sh, err)

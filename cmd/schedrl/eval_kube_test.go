@@ -46,7 +46,8 @@ func metricsWithoutTimings(t *testing.T, path string) []byte {
 // TestEvalKubernetesExecutor: on a real node, `schedrl eval` with the kubernetes executor
 // (an Indexed Job of schedrl's image, 4 pods at a time, host-network pods writing their parts
 // to MinIO) gives the local run's metrics.json (less timings) and curves.csv byte for byte,
-// with a pod deleted mid-way retried; a shard that cannot store its part fails the Job, and
+// with a pod deleted mid-way retried; a timed world (--timed jobs) likewise; a shard that
+// cannot store its part fails the Job, and
 // the error names the shard and quotes its log. One node serves every case.
 func TestEvalKubernetesExecutor(t *testing.T) {
 	if os.Getenv("CGO_ENABLED") == "0" || os.Geteuid() != 0 {
@@ -127,12 +128,14 @@ pipeline:
 	sweep := []string{"eval", "--policies", "fgd,bestfit,random", "--traces", "default,gpushare60", "--seeds", "49-60"}
 
 	local := filepath.Join(dir, "local")
-	runSchedrl(t, env, append(sweep, "--out", local)...)
+	l := runSchedrl(t, env, append(sweep, "--out", local)...)
+	t.Logf("local: %s", strings.TrimSpace(l.stdout.String()))
 
 	remote := filepath.Join(dir, "kubernetes")
 	deleted := make(chan string, 1)
 	go deleteOneRunningPod(ctx, client, deleted)
 	p := runSchedrl(t, env, append(sweep, "--out", remote, "--config", config("store", 8, 2))...)
+	t.Logf("kubernetes, 8 shards, 4 pods at a time: %s", strings.TrimSpace(p.stdout.String()))
 	if !bytes.Equal(metricsWithoutTimings(t, filepath.Join(local, "metrics.json")), metricsWithoutTimings(t, filepath.Join(remote, "metrics.json"))) {
 		t.Errorf("metrics.json of the kubernetes executor differs from the local run's\n%s", p.stderr.String())
 	}
@@ -159,6 +162,38 @@ pipeline:
 		t.Errorf("the driver did not show shards done out of 8:\n%s", p.stderr.String())
 	}
 
+	// A timed world shards the same way: its metrics.json (less wall clock), jct.csv and
+	// series.csv are the local run's.
+	timed := []string{"eval", "--timed", "jobs", "--policies", "fifo,srtf,max_min_fairness", "--generate", "jobs=60,lam=600,multigpu",
+		"--cluster", "8:8:8", "--seeds", "1-4"}
+	runSchedrl(t, env, append(timed, "--out", filepath.Join(dir, "timed-local"))...)
+	tp := runSchedrl(t, env, append(timed, "--out", filepath.Join(dir, "timed-kubernetes"), "--config", config("store", 4, 2))...)
+	t.Logf("timed, kubernetes: %s", strings.TrimSpace(tp.stdout.String()))
+	timedMetrics := func(run string) []byte {
+		m, err := eval.ReadTimedMetrics(filepath.Join(dir, run, "metrics.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.WallSeconds = 0
+		for r := range m.Results {
+			for s := range m.Results[r].PerSeed {
+				m.Results[r].PerSeed[s].WallSeconds = 0
+			}
+		}
+		data, _ := json.Marshal(m)
+		return data
+	}
+	if !bytes.Equal(timedMetrics("timed-local"), timedMetrics("timed-kubernetes")) {
+		t.Error("timed metrics.json of the kubernetes executor differs from the local run's")
+	}
+	for _, f := range []string{"jct.csv", "series.csv"} {
+		a, _ := os.ReadFile(filepath.Join(dir, "timed-local", f))
+		b, _ := os.ReadFile(filepath.Join(dir, "timed-kubernetes", f))
+		if len(a) == 0 || !bytes.Equal(a, b) {
+			t.Errorf("timed %s of the kubernetes executor differs from the local run's", f)
+		}
+	}
+
 	// Pods that cannot write their parts: the Job fails, and the error names a shard and
 	// quotes the end of its pod's log; no report is written.
 	failed := filepath.Join(dir, "failed")
@@ -167,6 +202,7 @@ pipeline:
 		t.Fatal("eval succeeded with pods that cannot write their parts")
 	}
 	msg := f.stderr.String()
+	t.Logf("the failed Job, as the driver reports it:\n%s", msg[strings.Index(msg, "\nschedrl: ")+1:])
 	if !strings.Contains(msg, "failed shards") || !strings.Contains(msg, "last lines of its log") || !strings.Contains(msg, "shard ") ||
 		!strings.Contains(msg, "Access Key Id") {
 		t.Errorf("the failure does not name the shard and quote its log:\n%s", msg)
