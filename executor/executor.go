@@ -21,7 +21,8 @@ type Work struct {
 	// Args are the schedrl arguments of every shard's pod, to which the kubernetes executor
 	// adds --shard INDEX/N and --part KEY (the pod writes its part to the store under KEY).
 	Args []string
-	// Progress, when set, is told the shards done so far (after each change).
+	// Progress, when set, is told the shards done so far (after each change); otherwise the
+	// kubernetes executor logs a line at each change.
 	Progress func(done, total int)
 }
 

@@ -184,9 +184,10 @@ func (k *Kubernetes) wait(ctx context.Context, name, where string, w Work) error
 		if err == nil {
 			if n := int(j.Status.Succeeded); n != done {
 				done = n
-				k.log.Info("executor: shards done", "job", name, "done", fmt.Sprintf("%d/%d", n, w.Shards), "failed_pods", j.Status.Failed)
 				if w.Progress != nil {
 					w.Progress(n, w.Shards)
+				} else {
+					k.log.Info("executor: shards done", "job", name, "done", fmt.Sprintf("%d/%d", n, w.Shards), "failed_pods", j.Status.Failed)
 				}
 			}
 			for _, c := range j.Status.Conditions {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -219,7 +220,16 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 		}
 		evalOpts.Shards = xc.ShardCount(math.MaxInt32)
 		evalOpts.Remote = func(ctx context.Context, n int) ([][]byte, error) {
-			return x.Run(ctx, executor.Work{Name: "eval", Shards: n, Args: opts.Args})
+			w := executor.Work{Name: "eval", Shards: n, Args: opts.Args}
+			// As a local eval: a bar on a terminal, else a log line per change.
+			if evalOpts.Progress {
+				bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("eval shards"),
+					progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
+					progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
+				defer bar.Finish()
+				w.Progress = func(done, _ int) { bar.Set(done) }
+			}
+			return x.Run(ctx, w)
 		}
 	}
 	if ec.Timed.Kind != "" {
