@@ -42,8 +42,9 @@ type Options struct {
 	Force           bool         // replace an existing output directory
 	Log             *slog.Logger // nil: slog.Default()
 	Progress        bool         // draw a progress bar (on a terminal); else log a line per run
-	// Remote, when set, runs the cells elsewhere in Shards shards (at most one per cell) and
-	// Run merges their parts (shard.go); the report is the one a local run writes.
+	// Remote, when set, runs the cells in Shards shards (at most one per cell), here or
+	// elsewhere, and Run merges their parts (shard.go); the report is the one a run without
+	// Remote writes.
 	Remote Remote
 	Shards int
 }
@@ -75,8 +76,10 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 	var runs []SeedRun
 	if opts.Remote != nil {
 		shards := min(max(opts.Shards, 1), len(plan.jobs()))
-		log.Info("eval: running remotely", "shards", shards)
-		parts, err := opts.Remote(ctx, shards)
+		log.Info("eval: cells in shards", "shards", shards)
+		parts, err := opts.Remote(ctx, shards, func(ctx context.Context, i int) ([]byte, error) {
+			return plan.shardPart(ctx, Shard{i, shards}, log, opts.Progress)
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -38,9 +38,10 @@ func ParseShard(s string) (Shard, error) {
 
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.Index, s.Count) }
 
-// Remote runs an evaluation's cells elsewhere: it returns, in shard order, the parts that
-// RunShard gives for shards 0/n ... n-1/n of the same config.
-type Remote func(ctx context.Context, shards int) ([][]byte, error)
+// Remote runs an evaluation's cells in shards: it returns, in shard order, the parts that
+// RunShard gives for shards 0/n ... n-1/n of the same config. local runs shard i in this
+// process on the evaluation already prepared (what an in-process executor calls).
+type Remote func(ctx context.Context, shards int, local func(ctx context.Context, shard int) ([]byte, error)) ([][]byte, error)
 
 // part is one shard's runs, with what identifies each cell, so that the driver refuses a
 // part made from another config or code.
@@ -79,19 +80,24 @@ func RunShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard
 	if err != nil {
 		return nil, err
 	}
-	js := plan.jobs()
+	return plan.shardPart(ctx, sh, log, opts.Progress)
+}
+
+// shardPart runs shard sh's cells of the prepared plan and encodes its part.
+func (p *plan) shardPart(ctx context.Context, sh Shard, log *slog.Logger, bar bool) ([]byte, error) {
+	js := p.jobs()
 	mine := shardCells(sh, len(js))
-	runs, err := plan.runCells(ctx, mine, log, opts.Progress)
+	runs, err := p.runCells(ctx, mine, log, bar)
 	if err != nil {
 		return nil, err
 	}
-	p := part{Schema: PartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(js), Tune: cfg.Tune}
+	pt := part{Schema: PartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(js), Tune: p.cfg.Tune}
 	for _, i := range mine {
 		j := js[i]
-		p.Runs = append(p.Runs, cellPart{Cell: i, Policy: plan.refs[j.policy].Raw, Trace: plan.traces[j.trace].Name,
+		pt.Runs = append(pt.Runs, cellPart{Cell: i, Policy: p.refs[j.policy].Raw, Trace: p.traces[j.trace].Name,
 			Run: runs[i], Curve: runs[i].Curve})
 	}
-	return json.Marshal(p)
+	return json.Marshal(pt)
 }
 
 // merge reads the parts of every shard into the runs in job order, checking that each cell
@@ -165,18 +171,23 @@ func runTimedShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh 
 	if err != nil {
 		return nil, err
 	}
-	mine := shardCells(sh, len(plan.cells))
-	runs, err := plan.runCells(ctx, mine, log, opts.Progress)
+	return plan.shardPart(ctx, sh, log, opts.Progress)
+}
+
+// shardPart runs shard sh's cells of the prepared timed plan and encodes its part.
+func (p *timedPlan) shardPart(ctx context.Context, sh Shard, log *slog.Logger, bar bool) ([]byte, error) {
+	mine := shardCells(sh, len(p.cells))
+	runs, err := p.runCells(ctx, mine, log, bar)
 	if err != nil {
 		return nil, err
 	}
-	p := timedPart{Schema: TimedPartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(plan.cells), Kind: cfg.Timed.Kind}
+	pt := timedPart{Schema: TimedPartSchema, Shard: sh.Index, Shards: sh.Count, Cells: len(p.cells), Kind: p.cfg.Timed.Kind}
 	for _, i := range mine {
-		c := plan.cells[i]
-		p.Runs = append(p.Runs, timedCellPart{Cell: i, Policy: plan.policies[c.policy], Workload: plan.names[c.workload],
+		c := p.cells[i]
+		pt.Runs = append(pt.Runs, timedCellPart{Cell: i, Policy: p.policies[c.policy], Workload: p.names[c.workload],
 			Run: runs[i], JCT: runs[i].JCT, Series: runs[i].Series})
 	}
-	return json.Marshal(p)
+	return json.Marshal(pt)
 }
 
 // merge reads the timed parts of every shard into the runs in cell order, as plan.merge does

@@ -44,7 +44,7 @@ func TestShardsMergeIntoTheLocalReport(t *testing.T) {
 	}
 	sharded := cfg
 	sharded.Out = filepath.Join(t.TempDir(), "sharded")
-	remote := func(ctx context.Context, n int) ([][]byte, error) {
+	remote := func(ctx context.Context, n int, _ func(context.Context, int) ([]byte, error)) ([][]byte, error) {
 		parts := make([][]byte, n)
 		for i := range n {
 			// Parts come back from another process: nothing but their bytes is shared.
@@ -60,6 +60,25 @@ func TestShardsMergeIntoTheLocalReport(t *testing.T) {
 	}
 	if !bytes.Equal(withoutTimings(t, filepath.Join(local.Out, "metrics.json")), withoutTimings(t, filepath.Join(sharded.Out, "metrics.json"))) {
 		t.Error("metrics.json of the merged shards differs from the local run's")
+	}
+	// Shards run in this process on the prepared evaluation (an in-process executor) too.
+	inProcess := cfg
+	inProcess.Out = filepath.Join(t.TempDir(), "in-process")
+	here := func(ctx context.Context, n int, local func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+		parts := make([][]byte, n)
+		for i := range n {
+			var err error
+			if parts[i], err = local(ctx, i); err != nil {
+				return nil, err
+			}
+		}
+		return parts, nil
+	}
+	if _, err := Run(context.Background(), inProcess, Options{Log: quiet, Remote: here, Shards: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(withoutTimings(t, filepath.Join(local.Out, "metrics.json")), withoutTimings(t, filepath.Join(inProcess.Out, "metrics.json"))) {
+		t.Error("metrics.json of in-process shards differs from the local run's")
 	}
 	for _, f := range []string{"curves.csv", "report.md"} {
 		a, _ := os.ReadFile(filepath.Join(local.Out, f))
@@ -94,7 +113,9 @@ func TestMergeRefusesForeignParts(t *testing.T) {
 		"short":       {[][]byte{[]byte(`{"schema":"` + PartSchema + `","shard":0,"shards":1,"cells":9,"tune":1.3,"runs":[]}`)}, "cell 0 (shard 0/1) is missing"},
 	} {
 		cfg.Out = filepath.Join(t.TempDir(), "report")
-		remote := func(context.Context, int) ([][]byte, error) { return c.parts, nil }
+		remote := func(context.Context, int, func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+			return c.parts, nil
+		}
 		_, err := Run(context.Background(), cfg, Options{Log: quiet, Remote: remote, Shards: 1})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: err %v, want it to say %q", name, err, c.want)
@@ -118,7 +139,7 @@ func TestTimedShardsMergeIntoTheLocalReport(t *testing.T) {
 	}
 	sharded := cfg
 	sharded.Out = filepath.Join(t.TempDir(), "sharded")
-	remote := func(ctx context.Context, n int) ([][]byte, error) {
+	remote := func(ctx context.Context, n int, _ func(context.Context, int) ([]byte, error)) ([][]byte, error) {
 		parts := make([][]byte, n)
 		for i := range n {
 			var err error
@@ -160,7 +181,9 @@ func TestTimedShardsMergeIntoTheLocalReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	sharded.Out = filepath.Join(t.TempDir(), "foreign")
-	foreign := func(context.Context, int) ([][]byte, error) { return [][]byte{static}, nil }
+	foreign := func(context.Context, int, func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+		return [][]byte{static}, nil
+	}
 	if _, err := RunTimed(context.Background(), sharded, Options{Log: quiet, Remote: foreign, Shards: 1}); err == nil || !strings.Contains(err.Error(), TimedPartSchema) {
 		t.Errorf("a static part merged into a timed report: %v", err)
 	}

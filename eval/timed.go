@@ -154,8 +154,10 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	var runs []TimedSeedRun
 	if opts.Remote != nil {
 		shards := min(max(opts.Shards, 1), len(plan.cells))
-		log.Info("eval: running remotely", "shards", shards)
-		parts, err := opts.Remote(ctx, shards)
+		log.Info("eval: cells in shards", "shards", shards)
+		parts, err := opts.Remote(ctx, shards, func(ctx context.Context, i int) ([]byte, error) {
+			return plan.shardPart(ctx, Shard{i, shards}, log, opts.Progress)
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,8 @@ import (
 // Local runs the shards in this process, Parallelism at a time.
 type Local struct{ Parallelism int }
 
-// Run calls w.Local for every shard; the first error cancels the others and is returned.
+// Run calls w.Local for every shard; the first error cancels the others and is returned,
+// naming its shard when there are several.
 func (l *Local) Run(ctx context.Context, w Work) ([][]byte, error) {
 	if w.Local == nil {
 		return nil, fmt.Errorf("%s: no in-process form of this work", w.Name)
@@ -35,7 +36,10 @@ func (l *Local) Run(ctx context.Context, w Work) ([][]byte, error) {
 			defer func() { <-sem }()
 			part, err := w.Local(ctx, i)
 			if err != nil {
-				cancel(fmt.Errorf("%s shard %d/%d: %w", w.Name, i, w.Shards, err))
+				if w.Shards > 1 {
+					err = fmt.Errorf("%s shard %d/%d: %w", w.Name, i, w.Shards, err)
+				}
+				cancel(err)
 				return
 			}
 			mu.Lock()

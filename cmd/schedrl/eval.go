@@ -204,7 +204,8 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	if opts.Shard != "" {
 		return runEvalShard(ctx, opts, evalOpts)
 	}
-	if xc := cfg.Pipeline.Executor; xc.Kind == "kubernetes" {
+	xc := cfg.Pipeline.Executor
+	if xc.Kind == "kubernetes" {
 		// The defrag-online world reads the whole defrag_online section, which no flag carries.
 		if ec.Timed.Kind == "defrag-online" {
 			return fmt.Errorf("eval: --timed %s runs on the local executor only (docs/distributed.md)", ec.Timed.Kind)
@@ -214,23 +215,27 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 				return fmt.Errorf("eval: policy %q: the kubernetes executor's pods cannot read a local checkpoint; publish it and name MODEL@VERSION", p)
 			}
 		}
-		x, err := executor.NewKubernetes(xc, cfg.Registry, slog.Default())
-		if err != nil {
-			return err
-		}
+	}
+	x, err := executor.New(xc, cfg.Registry, slog.Default())
+	if err != nil {
+		return err
+	}
+	// Locally one shard: its runs already fill every core.
+	evalOpts.Shards = 1
+	if xc.Kind == "kubernetes" {
 		evalOpts.Shards = xc.ShardCount(math.MaxInt32)
-		evalOpts.Remote = func(ctx context.Context, n int) ([][]byte, error) {
-			w := executor.Work{Name: "eval", Shards: n, Args: opts.Args}
-			// As a local eval: a bar on a terminal, else a log line per change.
-			if evalOpts.Progress {
-				bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("eval shards"),
-					progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
-					progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
-				defer bar.Finish()
-				w.Progress = func(done, _ int) { bar.Set(done) }
-			}
-			return x.Run(ctx, w)
+	}
+	evalOpts.Remote = func(ctx context.Context, n int, local func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+		w := executor.Work{Name: "eval", Shards: n, Local: local, Args: opts.Args}
+		// As a local eval shows its runs: a bar on a terminal, else a log line per change.
+		if xc.Kind == "kubernetes" && evalOpts.Progress {
+			bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("eval shards"),
+				progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
+				progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
+			defer bar.Finish()
+			w.Progress = func(done, _ int) { bar.Set(done) }
 		}
+		return x.Run(ctx, w)
 	}
 	if ec.Timed.Kind != "" {
 		m, err := eval.RunTimed(ctx, ec, evalOpts)
