@@ -44,8 +44,8 @@ func metricsWithoutTimings(t *testing.T, path string) []byte {
 }
 
 // TestEvalKubernetesExecutor: on a real node, `schedrl eval` with the kubernetes executor
-// (an Indexed Job of schedrl's image, 4 pods at a time, host-network pods writing their parts
-// to MinIO) gives the local run's metrics.json (less timings) and curves.csv byte for byte,
+// (an Indexed Job of schedrl's image, 4 pods at a time, writing their parts to MinIO over the
+// pod network) gives the local run's metrics.json (less timings) and curves.csv byte for byte,
 // with a pod deleted mid-way retried; a timed world (--timed jobs) likewise; a shard that
 // cannot store its part fails the Job, and
 // the error names the shard and quotes its log. One node serves every case.
@@ -56,18 +56,16 @@ func TestEvalKubernetesExecutor(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const ref = "docker.io/schedrl/schedrl:executor-test"
-	archive, err := testserver.BuildImage(ctx, t.TempDir(), ref)
-	if err != nil {
-		t.Fatal(err)
+	// The image builds while the node starts.
+	type built struct {
+		archive string
+		err     error
 	}
-	minio, err := testserver.StartMinIO()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer minio.Close()
-	if err := minio.MakeBucket("parts"); err != nil {
-		t.Fatal(err)
-	}
+	image, imageDir := make(chan built, 1), t.TempDir()
+	go func() {
+		archive, err := testserver.BuildImage(ctx, imageDir, ref)
+		image <- built{archive, err}
+	}()
 	k, err := testserver.StartKube()
 	if err != nil {
 		t.Fatal(err)
@@ -81,7 +79,20 @@ func TestEvalKubernetesExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	if err := n.ImportImage(ctx, archive); err != nil {
+	img := <-image
+	if img.err != nil {
+		t.Fatal(img.err)
+	}
+	if err := n.ImportImage(ctx, img.archive); err != nil {
+		t.Fatal(err)
+	}
+	// On the machine's end of the node's veth pair, which the pods reach over their network.
+	minio, err := testserver.StartMinIOOn(n.HostIP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer minio.Close()
+	if err := minio.MakeBucket("parts"); err != nil {
 		t.Fatal(err)
 	}
 	client, err := k.Client()
@@ -114,7 +125,6 @@ pipeline:
     shards: %d
     retries: %d
     timeout: 10m
-    host_network: true
     secret: %s
     resources: {cpu: 100m, memory: 1Gi}
 `, minio.Endpoint, kubeconfig, ref, shards, retries, secret)

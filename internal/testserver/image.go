@@ -10,8 +10,9 @@ import (
 	"github.com/schedrl/schedrl/internal/repotest"
 )
 
-// BuildImage builds schedrl's image as `make image` does (the binary with -trimpath, then
-// scripts/image) into dir, named ref, and returns the archive's path for Node.ImportImage.
+// BuildImage builds schedrl's image as `make image` does (the binary with -trimpath and
+// -s -w against setup's libtorch, then scripts/image), named ref, into dir, and returns the
+// archive. It runs the Makefile's go commands, not make, which would run setup.
 func BuildImage(ctx context.Context, dir, ref string) (string, error) {
 	root := repotest.Root()
 	deps, err := DepsDir()
