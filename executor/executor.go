@@ -35,16 +35,11 @@ type Executor interface {
 // New returns the executor cfg names; store is the registry config the kubernetes executor's
 // pods write their parts to.
 func New(cfg config.ExecutorConfig, store config.RegistryConfig, log *slog.Logger) (Executor, error) {
+	if cfg.Kind == "kubernetes" {
+		return NewKubernetes(cfg, store, log)
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("pipeline.%w", err)
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	switch cfg.Kind {
-	case "kubernetes":
-		return NewKubernetes(cfg, store, log)
-	default:
-		return &Local{Parallelism: cfg.Parallelism}, nil
-	}
+	return &Local{Parallelism: cfg.Parallelism}, nil
 }

@@ -18,6 +18,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +52,12 @@ type Kubernetes struct {
 // NewKubernetes connects to the cluster of cfg.Kubeconfig ($KUBECONFIG, else in-cluster)
 // and opens the store; the store must be s3://, which the pods reach too.
 func NewKubernetes(cfg config.ExecutorConfig, store config.RegistryConfig, log *slog.Logger) (*Kubernetes, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline.%w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
 	if !strings.HasPrefix(store.Store, "s3://") {
 		return nil, fmt.Errorf("pipeline.executor.kind: kubernetes needs an s3:// registry.store for the pods' parts, got %q", store.Store)
 	}
@@ -201,6 +208,9 @@ func (k *Kubernetes) wait(ctx context.Context, name, where string, w Work) error
 					return fmt.Errorf("%s failed (%s: %s)%s", where, c.Reason, c.Message, k.failedShards(j))
 				}
 			}
+		}
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("%s was deleted before it completed (%d of %d shards done)", where, max(done, 0), w.Shards)
 		}
 		lastErr = err
 		select {
