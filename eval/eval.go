@@ -42,6 +42,11 @@ type Options struct {
 	Force           bool         // replace an existing output directory
 	Log             *slog.Logger // nil: slog.Default()
 	Progress        bool         // draw a progress bar (on a terminal); else log a line per run
+	// Remote, when set, runs the cells in Shards shards (at most one per cell), here or
+	// elsewhere, and Run merges their parts (shard.go); the report is the one a run without
+	// Remote writes.
+	Remote Remote
+	Shards int
 }
 
 // Run evaluates cfg.Policies on cfg.Traces x cfg.Seeds and writes the report to cfg.Out.
@@ -68,9 +73,27 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 	defer out.Abort()
 	log.Info("eval: starting", "policies", len(plan.refs), "traces", len(plan.traces),
 		"seeds", len(plan.seeds), "runs", len(plan.jobs()), "parallelism", plan.workers)
-	runs, err := plan.runAll(ctx, log, opts.Progress)
-	if err != nil {
-		return nil, err
+	var runs []SeedRun
+	if opts.Remote != nil {
+		shards := min(max(opts.Shards, 1), len(plan.jobs()))
+		log.Info("eval: cells in shards", "shards", shards)
+		parts, err := opts.Remote(ctx, shards, func(ctx context.Context, i int) ([]byte, error) {
+			return plan.shardPart(ctx, Shard{i, shards}, log, opts.Progress)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if runs, err = plan.merge(parts); err != nil {
+			return nil, err
+		}
+	} else {
+		cells := make([]int, len(plan.jobs()))
+		for i := range cells {
+			cells[i] = i
+		}
+		if runs, err = plan.runCells(ctx, cells, log, opts.Progress); err != nil {
+			return nil, err
+		}
 	}
 	m := plan.metrics(runs)
 	m.WallSeconds = time.Since(start).Seconds()

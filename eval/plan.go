@@ -133,21 +133,19 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 	return p, nil
 }
 
-// runAll runs every job on a bounded pool. Results land at the job's index, so their order
-// (and every output) is independent of scheduling; the first error stops the rest.
-func (p *plan) runAll(ctx context.Context, log *slog.Logger, bar bool) ([]SeedRun, error) {
+// runCells runs the jobs at cells (indexes into p.jobs()) on a bounded pool. Results land at
+// the job's index, so their order (and every output) is independent of scheduling; the first
+// error stops the rest.
+func (p *plan) runCells(ctx context.Context, cells []int, log *slog.Logger, bar bool) ([]SeedRun, error) {
 	js := p.jobs()
 	runs := make([]SeedRun, len(js))
 	// Networks cost far more per decision than heuristics: start them first so that the short
 	// heuristic runs fill the cores at the end (longest first keeps the makespan short).
-	order := make([]int, len(js))
-	for i := range order {
-		order[i] = i
-	}
+	order := slices.Clone(cells)
 	slices.SortStableFunc(order, func(a, b int) int {
 		return cmp.Compare(p.costRank(js[a]), p.costRank(js[b]))
 	})
-	progress := newProgress(len(js), bar, log)
+	progress := newProgress(len(order), bar, log)
 	err := runPool(ctx, order, p.workers, func(i int) error {
 		run, err := p.run(js[i])
 		if err != nil {

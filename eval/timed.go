@@ -43,21 +43,30 @@ var timedKinds = map[string]timedKind{}
 
 func registerTimedKind(name string, k timedKind) { timedKinds[name] = k }
 
-// RunTimed evaluates cfg.Policies on the timed workloads cfg.Traces x cfg.Seeds of the world
-// cfg.Timed.Kind and writes metrics.json, jct.csv, series.csv, the figures and the report to
-// cfg.Out, all or nothing.
-func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedMetrics, error) {
-	start := time.Now()
+// timedPlan is a timed evaluation resolved and loaded: its world and its cells (runs), in
+// the order of the report; result k's runs are cells[first[k]:first[k+1]].
+type timedPlan struct {
+	cfg      config.EvalConfig
+	world    timedWorld
+	policies []string
+	names    []string
+	seeds    []uint64
+	cells    []timedCell
+	first    []int
+	workers  int
+}
+
+type timedCell struct{ policy, workload, seed int }
+
+// prepareTimed checks cfg, resolves the policies and loads the world; a failure here means
+// no work was done.
+func prepareTimed(cfg config.EvalConfig, opts Options) (*timedPlan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("eval config: %w", err)
 	}
 	kind, ok := timedKinds[cfg.Timed.Kind]
 	if !ok {
 		return nil, fmt.Errorf("eval config: timed.kind: %q, want one of %s", cfg.Timed.Kind, strings.Join(config.TimedKinds, ", "))
-	}
-	log := opts.Log
-	if log == nil {
-		log = slog.Default()
 	}
 	seeds, err := config.ParseSeeds(cfg.Seeds)
 	if err != nil {
@@ -78,63 +87,102 @@ func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedM
 	if err := distinctFileNames(names); err != nil {
 		return nil, err
 	}
-	out, err := createReportDir(cfg.Out, opts.Force)
-	if err != nil {
-		return nil, err
-	}
-	defer out.Abort()
-	type job struct{ policy, workload, seed int }
-	var js []job
-	first := make([]int, len(policies)*len(names)+1) // result k's runs are js[first[k]:first[k+1]]
-	for p := range policies {
+	p := &timedPlan{cfg: cfg, world: world, policies: policies, names: names, seeds: seeds,
+		first: make([]int, len(policies)*len(names)+1), workers: cfg.Parallelism}
+	for pi := range policies {
 		for w := range names {
 			n := len(seeds)
 			if !world.seeded(w) {
 				n = 1
 			}
 			for s := range n {
-				js = append(js, job{p, w, s})
+				p.cells = append(p.cells, timedCell{pi, w, s})
 			}
-			first[p*len(names)+w+1] = len(js)
+			p.first[pi*len(names)+w+1] = len(p.cells)
 		}
 	}
-	workers := cfg.Parallelism
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
+	if p.workers == 0 {
+		p.workers = runtime.GOMAXPROCS(0)
 	}
-	log.Info("eval: starting timed", "kind", cfg.Timed.Kind, "policies", len(policies), "workloads", len(names),
-		"seeds", len(seeds), "runs", len(js), "parallelism", workers)
-	runs := make([]TimedSeedRun, len(js))
-	order := make([]int, len(js))
-	for i := range order {
-		order[i] = i
-	}
-	progress := newProgress(len(js), opts.Progress, log)
-	err = runPool(ctx, order, workers, func(i int) error {
-		j := js[i]
+	return p, nil
+}
+
+// runCells runs the cells at indexes on a bounded pool; results land at the cell's index.
+func (p *timedPlan) runCells(ctx context.Context, indexes []int, log *slog.Logger, bar bool) ([]TimedSeedRun, error) {
+	runs := make([]TimedSeedRun, len(p.cells))
+	progress := newProgress(len(indexes), bar, log)
+	err := runPool(ctx, indexes, p.workers, func(i int) error {
+		c := p.cells[i]
 		began := time.Now()
-		run, err := world.run(j.policy, j.workload, j.seed)
+		run, err := p.world.run(c.policy, c.workload, c.seed)
 		if err != nil {
-			return fmt.Errorf("policy %q on workload %q seed %d: %w", policies[j.policy], names[j.workload], seeds[j.seed], err)
+			return fmt.Errorf("policy %q on workload %q seed %d: %w", p.policies[c.policy], p.names[c.workload], p.seeds[c.seed], err)
 		}
-		run.Seed, run.WallSeconds = seeds[j.seed], time.Since(began).Seconds()
+		run.Seed, run.WallSeconds = p.seeds[c.seed], time.Since(began).Seconds()
 		runs[i] = run
-		progress.done(policies[j.policy], names[j.workload], run.Seed, run.WallSeconds, "avg_jct_s", fmt.Sprintf("%.0f", run.AvgJCT))
+		progress.done(p.policies[c.policy], p.names[c.workload], run.Seed, run.WallSeconds, "avg_jct_s", fmt.Sprintf("%.0f", run.AvgJCT))
 		return nil
 	})
 	progress.finish()
 	if err != nil {
 		return nil, err
 	}
-	m := &TimedMetrics{Schema: TimedSchemaVersion, Kind: cfg.Timed.Kind, Cluster: world.describe(),
-		Policies: policies, Workloads: names, Seeds: seeds, Baseline: policies[0]}
+	return runs, nil
+}
+
+// RunTimed evaluates cfg.Policies on the timed workloads cfg.Traces x cfg.Seeds of the world
+// cfg.Timed.Kind and writes metrics.json, jct.csv, series.csv, the figures and the report to
+// cfg.Out, all or nothing. With opts.Remote, the cells run elsewhere and their parts are
+// merged (shard.go).
+func RunTimed(ctx context.Context, cfg config.EvalConfig, opts Options) (*TimedMetrics, error) {
+	start := time.Now()
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	plan, err := prepareTimed(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	out, err := createReportDir(cfg.Out, opts.Force)
+	if err != nil {
+		return nil, err
+	}
+	defer out.Abort()
+	log.Info("eval: starting timed", "kind", cfg.Timed.Kind, "policies", len(plan.policies), "workloads", len(plan.names),
+		"seeds", len(plan.seeds), "runs", len(plan.cells), "parallelism", plan.workers)
+	var runs []TimedSeedRun
+	if opts.Remote != nil {
+		shards := min(max(opts.Shards, 1), len(plan.cells))
+		log.Info("eval: cells in shards", "shards", shards)
+		parts, err := opts.Remote(ctx, shards, func(ctx context.Context, i int) ([]byte, error) {
+			return plan.shardPart(ctx, Shard{i, shards}, log, opts.Progress)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if runs, err = plan.merge(parts); err != nil {
+			return nil, err
+		}
+	} else {
+		all := make([]int, len(plan.cells))
+		for i := range all {
+			all[i] = i
+		}
+		if runs, err = plan.runCells(ctx, all, log, opts.Progress); err != nil {
+			return nil, err
+		}
+	}
+	policies, names := plan.policies, plan.names
+	m := &TimedMetrics{Schema: TimedSchemaVersion, Kind: cfg.Timed.Kind, Cluster: plan.world.describe(),
+		Policies: policies, Workloads: names, Seeds: plan.seeds, Baseline: policies[0]}
 	if b := strings.TrimSpace(cfg.Baseline); b != "" {
 		m.Baseline = b
 	}
 	for p := range policies {
 		for w := range names {
 			k := p*len(names) + w
-			m.Results = append(m.Results, aggregateTimed(policies[p], names[w], runs[first[k]:first[k+1]]))
+			m.Results = append(m.Results, aggregateTimed(policies[p], names[w], runs[plan.first[k]:plan.first[k+1]]))
 		}
 	}
 	m.pairWithBaseline()

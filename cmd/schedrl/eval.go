@@ -5,14 +5,19 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/executor"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/manifestkind"
 	"github.com/schedrl/schedrl/nn"
@@ -25,6 +30,11 @@ type evalOptions struct {
 	Force  bool
 	// Shadow, a glob of the extender's shadow logs, summarises a shadow period instead.
 	Shadow, ShadowJSON string
+	// Shard (I/N) runs one shard's cells and writes its part under the store key Part: what
+	// the kubernetes executor's pods do (docs/distributed.md).
+	Shard, Part string
+	// Args are the eval keys that differ from the defaults, as flags: a shard's pod command.
+	Args []string
 }
 
 func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
@@ -33,6 +43,7 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	}
 	opts := &evalOptions{}
 	fl := &evalFlags{}
+	var executorKind string
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Compare policies on held-out workloads: metrics.json, curves.csv, plots and a report",
@@ -58,7 +69,16 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 				return err
 			}
 			fl.apply(cmd.Flags(), &cfg.Eval)
-			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			if cmd.Flags().Changed("executor") {
+				cfg.Pipeline.Executor.Kind = executorKind
+				if err := cfg.Pipeline.Executor.Validate(); err != nil {
+					return fmt.Errorf("--executor: pipeline.%w", err)
+				}
+			}
+			if (opts.Shard == "") != (opts.Part == "") {
+				return fmt.Errorf("--shard and --part go together")
+			}
+			opts.Out, opts.Config, opts.Args = cmd.OutOrStdout(), cfg, shardArgs(cfg.Eval)
 			if opts.Shadow != "" {
 				return runEvalShadow(opts)
 			}
@@ -74,6 +94,9 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	f.BoolVar(&opts.Force, "force", false, "replace an existing report directory")
 	f.StringVar(&opts.Shadow, "shadow", "", "summarise a shadow period instead: a glob of the extender's --shadow-log files (quote it), e.g. 'shadow/shadow-*.jsonl'")
 	f.StringVar(&opts.ShadowJSON, "shadow-json", "", "with --shadow: also write the summary as JSON to this file")
+	f.StringVar(&executorKind, "executor", "", "where the runs go: local, or kubernetes (an Indexed Job; pipeline.executor configures it, docs/distributed.md)")
+	f.StringVar(&opts.Shard, "shard", "", "run only shard I/N of the cells and write its part to the registry store under --part (what an executor's pod runs)")
+	f.StringVar(&opts.Part, "part", "", "with --shard: the store key prefix of the part")
 	return cmd
 }
 
@@ -178,6 +201,42 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	defer cleanupMAIFS()
 	evalOpts := eval.Options{Resolve: resolve, ResolveDefrag: resolveDefrag, DefragOnline: &cfg.DefragOnline,
 		ResolveFungible: resolveMAIFS, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+	if opts.Shard != "" {
+		return runEvalShard(ctx, opts, evalOpts)
+	}
+	xc := cfg.Pipeline.Executor
+	if xc.Kind == "kubernetes" {
+		// The defrag-online world reads the whole defrag_online section, which no flag carries.
+		if ec.Timed.Kind == "defrag-online" {
+			return fmt.Errorf("eval: --timed %s runs on the local executor only (docs/distributed.md)", ec.Timed.Kind)
+		}
+		for _, p := range ec.Policies {
+			if ref, err := eval.ParsePolicyRef(p); err == nil && ref.Kind == eval.Checkpoint {
+				return fmt.Errorf("eval: policy %q: the kubernetes executor's pods cannot read a local checkpoint; publish it and name MODEL@VERSION", p)
+			}
+		}
+	}
+	x, err := executor.New(xc, cfg.Registry, slog.Default())
+	if err != nil {
+		return err
+	}
+	// Locally one shard: its runs already fill every core.
+	evalOpts.Shards = 1
+	if xc.Kind == "kubernetes" {
+		evalOpts.Shards = xc.ShardCount(math.MaxInt32)
+	}
+	evalOpts.Remote = func(ctx context.Context, n int, local func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+		w := executor.Work{Name: "eval", Shards: n, Local: local, Args: opts.Args}
+		// As a local eval shows its runs: a bar on a terminal, else a log line per change.
+		if xc.Kind == "kubernetes" && evalOpts.Progress {
+			bar := progressbar.NewOptions(n, progressbar.OptionSetDescription("eval shards"),
+				progressbar.OptionSetWriter(os.Stderr), progressbar.OptionShowCount(),
+				progressbar.OptionClearOnFinish(), progressbar.OptionShowElapsedTimeOnFinish())
+			defer bar.Finish()
+			w.Progress = func(done, _ int) { bar.Set(done) }
+		}
+		return x.Run(ctx, w)
+	}
 	if ec.Timed.Kind != "" {
 		m, err := eval.RunTimed(ctx, ec, evalOpts)
 		if err != nil {
@@ -193,6 +252,84 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	fmt.Fprintf(opts.Out, "report: %s/report.html (%d runs in %.1f s)\n",
 		ec.Out, len(m.Results)*len(m.Seeds), m.WallSeconds)
 	return nil
+}
+
+// runEvalShard runs one shard and stores its part; the store's deadline bounds the upload.
+func runEvalShard(ctx context.Context, opts *evalOptions, evalOpts eval.Options) error {
+	sh, err := eval.ParseShard(opts.Shard)
+	if err != nil {
+		return fmt.Errorf("--shard: %w", err)
+	}
+	check, cancel := context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	defer cancel()
+	if err := executor.CheckStore(check, opts.Config.Registry, opts.Part); err != nil {
+		return fmt.Errorf("shard %s: the parts' store: %w", sh, err)
+	}
+	part, err := eval.RunShard(ctx, opts.Config.Eval, evalOpts, sh)
+	if err != nil {
+		return err
+	}
+	ctx, cancel = context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	defer cancel()
+	if err := executor.WritePart(ctx, opts.Config.Registry, opts.Part, sh.Index, part); err != nil {
+		return fmt.Errorf("shard %s: %w", sh, err)
+	}
+	fmt.Fprintf(opts.Out, "shard %s: %s\n", sh, executor.PartKey(opts.Part, sh.Index, part))
+	return nil
+}
+
+// shardArgs are the eval keys of ec that differ from the defaults, as flags: a default stays
+// unsaid, so the pod resolves it against its own image (data/ beside the binary). A list
+// item goes in its own flag, CSV-quoted when it holds a comma. The paper overlay is the
+// merge's business, not a shard's.
+func shardArgs(ec config.EvalConfig) []string {
+	def := config.Default().Eval
+	args := []string{"eval", "--no-paper"}
+	one := func(flag, v, d string) {
+		if v != d && v != config.RepoFile(d) {
+			args = append(args, "--"+flag+"="+v)
+		}
+	}
+	list := func(flag string, v, d []string) {
+		if slices.Equal(v, d) {
+			return
+		}
+		for _, x := range v {
+			if strings.ContainsAny(x, ",\"") {
+				x = `"` + strings.ReplaceAll(x, `"`, `""`) + `"`
+			}
+			args = append(args, "--"+flag+"="+x)
+		}
+	}
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	list("policies", ec.Policies, def.Policies)
+	list("traces", ec.Traces, def.Traces)
+	one("seeds", ec.Seeds, def.Seeds)
+	one("tune", num(ec.Tune), num(def.Tune))
+	one("nodes", ec.Nodes, def.Nodes)
+	one("traces-dir", ec.TracesDir, def.TracesDir)
+	one("baseline", ec.Baseline, def.Baseline)
+	t, dt := ec.Timed, def.Timed
+	one("timed", t.Kind, dt.Kind)
+	one("cluster", t.Cluster, dt.Cluster)
+	one("servers-gpus", t.ServersGPUs, dt.ServersGPUs)
+	one("round", num(t.Round), num(dt.Round))
+	one("load", num(t.Load), num(dt.Load))
+	one("tasks", strconv.Itoa(t.Tasks), strconv.Itoa(dt.Tasks))
+	one("cap", num(t.Cap), num(dt.Cap))
+	one("warmup", num(t.Warmup), num(dt.Warmup))
+	one("queue", t.Queue, dt.Queue)
+	// Keys without a flag of their own.
+	set := func(key, v, d string) {
+		if v != d && v != config.RepoFile(d) {
+			args = append(args, "--set", key+"="+v)
+		}
+	}
+	set("eval.timed.throughputs", t.Throughputs, dt.Throughputs)
+	set("eval.timed.profiles", t.Profiles, dt.Profiles)
+	set("eval.timed.synergy_map", t.SynergyMap, dt.SynergyMap)
+	set("eval.timed.series_step", num(t.SeriesStep), num(dt.SeriesStep))
+	return args
 }
 
 func splitList(xs []string) []string {

@@ -26,6 +26,8 @@ type PipelineConfig struct {
 	Model string `mapstructure:"model" yaml:"model"`
 	// Gate decides whether a published version becomes the champion.
 	Gate GateConfig `mapstructure:"gate" yaml:"gate"`
+	// Executor says where sharded work runs: here, or as Kubernetes Jobs (executor.go).
+	Executor ExecutorConfig `mapstructure:"executor" yaml:"executor"`
 }
 
 // PipelineLogsConfig says where the logs stage takes its decision logs from.
@@ -126,6 +128,7 @@ func (c *PipelineConfig) SetDefaults() {
 		Workloads: []string{"default"},
 		Baselines: []string{"fgd"},
 	}
+	c.Executor.SetDefaults()
 }
 
 // Validate checks the stage list, the model name and the gate.
@@ -159,6 +162,9 @@ func (c PipelineConfig) Validate() error {
 	}
 	if !modelName.MatchString(c.Model) {
 		return fmt.Errorf("model: %q is not a model name (letters, digits, '.', '_', '-'; at most 100)", c.Model)
+	}
+	if err := c.Executor.Validate(); err != nil {
+		return err
 	}
 	return c.Gate.validate()
 }

@@ -57,6 +57,10 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if d.ResolvePolicy == nil {
 		return nil, errors.New("stage eval: no policy resolver for checkpoints (Deps.ResolvePolicy)")
 	}
+	// The candidates are checkpoints in this machine's stage cache, which no pod can read.
+	if err := localOnly(cfg, "eval"); err != nil {
+		return nil, err
+	}
 	// The current champion runs on the same workloads as the candidate, so the gate compares
 	// like with like; its version is in the key, so a new champion means a new evaluation.
 	champion, err := lookupAlias(d.registry, cfg.Pipeline.Model, cfg.Pipeline.Gate.Alias)

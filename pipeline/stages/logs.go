@@ -28,6 +28,16 @@ type logFile struct {
 	SHA256 string `json:"sha256"`
 }
 
+// localOnly refuses the kubernetes executor for heavy work that does not shard yet: it would
+// silently stay on this machine otherwise (docs/distributed.md says what runs where).
+func localOnly(cfg config.Config, stage string) error {
+	if k := cfg.Pipeline.Executor.Kind; k != "local" {
+		return fmt.Errorf("pipeline.executor.kind: %q: the %s stage runs on the local executor only; "+
+			"`schedrl eval --executor kubernetes` runs evaluation sweeps on a cluster (docs/distributed.md)", k, stage)
+	}
+	return nil
+}
+
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if src := cfg.Pipeline.Logs.Source; src != "" {
 		if strings.HasPrefix(src, "s3://") && cfg.Datasets.Logs == "" {
@@ -38,7 +48,10 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if cfg.Datasets.Logs != "" {
 		return newGivenLogs(cfg.Datasets.Logs)
 	}
-	// Expert logs for the family the pipeline trains (finetune.env).
+	// Expert logs for the family the pipeline trains (finetune.env): the stage's heavy case.
+	if err := localOnly(cfg, "logs"); err != nil {
+		return nil, err
+	}
 	f, ok := family.Get(cfg.Finetune.Env)
 	if !ok || f.ExpertLogs == nil {
 		return nil, fmt.Errorf("finetune.env: %q: the logs stage makes expert logs for %v only; set datasets.logs to existing decision logs",
