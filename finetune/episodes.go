@@ -68,6 +68,8 @@ func newSource(cfg config.Config) (episodeSource, error) {
 		return newDefragEpisodes(cfg)
 	case online.EnvName:
 		return newOnlineEpisodes(cfg)
+	case online.DRREnvName:
+		return newDRREpisodes(cfg)
 	}
 	return newEpisodes(cfg.Finetune)
 }

@@ -19,7 +19,9 @@ type FinetuneConfig struct {
 	// section's departures, max_pending and placer; budget and reward weights from there too)
 	// or defrag-online (episodes are timelines of the online world, the defrag_online section)
 	// or maifs (multi-agent PPO of the MAIFS policy in the fungible world: episodes, validation
-	// and the world from the maifs section, not this section's nodes, traces and seeds).
+	// and the world from the maifs section, not this section's nodes, traces and seeds)
+	// or drr (placement in the openb timed world on defrag_online's timelines, rewarded by the
+	// time-integrated fragmentation rate and queueing: DRR's agent, docs/drr.md).
 	Env string `mapstructure:"env" yaml:"env"`
 
 	// Episode mix: each episode draws a trace, a seed and a cluster size uniformly from these.
@@ -146,8 +148,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("from: name a checkpoint directory or none")
 	case c.Out == "":
 		return fmt.Errorf("out: must name a directory")
-	case c.Env != "placement" && c.Env != "defrag" && c.Env != "defrag-online" && c.Env != "maifs":
-		return fmt.Errorf("env: must be placement, defrag, defrag-online or maifs, got %q", c.Env)
+	case c.Env != "placement" && c.Env != "defrag" && c.Env != "defrag-online" && c.Env != "maifs" && c.Env != "drr":
+		return fmt.Errorf("env: must be placement, defrag, defrag-online, maifs or drr, got %q", c.Env)
 	case c.Nodes == "":
 		return fmt.Errorf("nodes: must name a node list CSV")
 	case len(c.Traces) == 0:
