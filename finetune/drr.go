@@ -53,6 +53,7 @@ func (e *drrEpisodes) start(d Draw) (episode, error) {
 // drrHeld is a DRR held-out evaluation: per timeline, the time-averaged fragmentation rate
 // over the measured window and the mean queueing delay of GPU tasks, and their means.
 type drrHeld struct {
+
 	FragRatioPct  []float64 `json:"frag_ratio_mean_pct"`
 	GPUDelay      []float64 `json:"gpu_queue_delay_mean_s"`
 	MeanFragRatio float64   `json:"mean_frag_ratio_mean_pct"`
@@ -80,6 +81,7 @@ func (e *drrEpisodes) evaluate(pol policy, workers int) (heldOut, error) {
 
 func (e *drrEpisodes) summary(res *Result) map[string]float64 {
 	m := map[string]float64{"env_steps": float64(res.EnvSteps)}
+	res.StartDRR, res.FinalDRR = res.Start.DRR, res.Final.DRR
 	if s, f := res.Start.DRR, res.Final.DRR; s != nil && f != nil {
 		m["start_frag_ratio_mean_pct"], m["final_frag_ratio_mean_pct"] = s.MeanFragRatio, f.MeanFragRatio
 		m["start_gpu_queue_delay_mean_s"], m["final_gpu_queue_delay_mean_s"] = s.MeanGPUDelay, f.MeanGPUDelay

@@ -61,6 +61,9 @@ type Result struct {
 	StartMAIFS *maifsHeld `json:"start_maifs,omitempty"`
 	FinalMAIFS *maifsHeld `json:"final_maifs,omitempty"`
 	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
+	// StartDRR and FinalDRR are a drr run's held-out timelines.
+	StartDRR *drrHeld `json:"start_drr,omitempty"`
+	FinalDRR *drrHeld `json:"final_drr,omitempty"`
 	Resumed    bool       `json:"resumed"`
 	Complete   bool       `json:"complete"`
 }

@@ -97,6 +97,12 @@ func runFinetune(ctx context.Context, opts *finetuneOptions) error {
 		}
 		return nil
 	}
+	if s, e := res.StartDRR, res.FinalDRR; s != nil && e != nil {
+		fmt.Fprintf(w, "fine-tuned %s: held-out timelines, fragmentation rate %.2f%% -> %.2f%%, GPU queueing delay %.1f -> %.1f s, "+
+			"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, s.MeanFragRatio, e.MeanFragRatio, s.MeanGPUDelay, e.MeanGPUDelay,
+			res.EnvSteps, res.StepsPerSecond, res.Seconds)
+		return nil
+	}
 	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
 		fmt.Fprintf(w, "fine-tuned %s: held-out timelines, whole-GPU queueing delay %.1f -> %.1f s, migrations %.1f -> %.1f, "+
 			"reward (queued GPU-hours avoided - downtime) %.2f -> %.2f, after %d env steps (%.0f steps/s, %.0f s)\n",
