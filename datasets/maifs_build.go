@@ -39,7 +39,17 @@ func MAIFSBuildOf(c config.MAIFSConfig, logs, out string, force bool) (MAIFSBuil
 	}
 	return MAIFSBuildOptions{Logs: logs, Out: out, Force: force, Throughputs: c.Throughputs, Profiles: c.Profiles, Mapping: c.Mapping,
 		ValSeeds: val, Every: c.Every,
-		Options: env.MAIFSOptions{Window: c.Window, WindowOrder: c.WindowOrder, Partners: c.Partners, FixedDemand: c.FixedDemand, MakespanWeight: c.MakespanWeight}}, nil
+		Options: MAIFSOptionsOf(c)}, nil
+}
+
+// MAIFSWorld is the fungible world the maifs section names.
+func MAIFSWorld(c config.MAIFSConfig) fungible.WorldSpec {
+	return fungible.WorldSpec{Cluster: c.Cluster, ServerGPUs: c.ServerGPUs, Throughputs: c.Throughputs, Profiles: c.Profiles, Mapping: c.Mapping}
+}
+
+// MAIFSOptionsOf is the multi-agent environment the maifs section names.
+func MAIFSOptionsOf(c config.MAIFSConfig) env.MAIFSOptions {
+	return env.MAIFSOptions{Window: c.Window, WindowOrder: c.WindowOrder, Partners: c.Partners, FixedDemand: c.FixedDemand, MakespanWeight: c.MakespanWeight}
 }
 
 // MAIFSBuildStats reports what BuildMAIFS did.
@@ -66,11 +76,7 @@ func BuildMAIFS(o MAIFSBuildOptions) (*MAIFSManifest, MAIFSBuildStats, error) {
 		return nil, stats, fmt.Errorf("logs %q: no file matches", o.Logs)
 	}
 	sort.Strings(logs)
-	table, err := jobs.LoadThroughputs(o.Throughputs)
-	if err != nil {
-		return nil, stats, err
-	}
-	m, err := fungible.LoadSpeedModel(table, o.Profiles, o.Mapping)
+	m, err := fungible.LoadModel(fungible.WorldSpec{Throughputs: o.Throughputs, Profiles: o.Profiles, Mapping: o.Mapping}, "")
 	if err != nil {
 		return nil, stats, err
 	}

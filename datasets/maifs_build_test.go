@@ -11,7 +11,7 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/fungibletest"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 	"github.com/schedrl/schedrl/internal/repotest"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/fungibletest"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 )
 
 // maifsDataset records TUNE in SRTF order on a busy 8:8:8 cluster and writes it.

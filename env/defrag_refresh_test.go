@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // openbDefrag is a real openb state: the default pod list placed in trace order on random

@@ -4,8 +4,8 @@ import (
 	"math"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // greedy picks the feasible node with the lowest frag_delta feature (FGD's rule).

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/fungibletest"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 	"github.com/schedrl/schedrl/jobs"
 )
 

@@ -14,6 +14,9 @@ import (
 	"github.com/schedrl/schedrl/sim"
 )
 
+// The defrag family's PPO: migration plans on fragmented starting states.
+func init() { Register(env.DefragName, singleAgent(newDefragEpisodes)) }
+
 // defragEpisodes are migration episodes: a draw names a fragmented starting state (the
 // trace's arrival protocol on the draw's seeded sub-cluster, then departures and a pending
 // queue, defrag.StateOf), wrapped in env.Defrag. A state takes up to 2 s to build on the full
@@ -67,6 +70,11 @@ func (e *defragEpisodes) ranked() bool { return false }
 // summary reports the held-out plans' means at the start and the end.
 func (e *defragEpisodes) summary(res *Result) map[string]float64 {
 	res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
+	s, f := res.StartDefrag, res.FinalDefrag
+	res.Summary = allocSummary(res, fmt.Sprintf("fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
+		"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)",
+		res.Dir, s.FragRatioBefore, s.FragRatioAfter, f.FragRatioAfter, s.PendingGPUs, f.PendingGPUs,
+		s.Migrations, f.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds))
 	metrics := map[string]float64{"env_steps": float64(res.EnvSteps)}
 	for k, v := range res.FinalDefrag.fields() {
 		metrics["final_"+k] = v

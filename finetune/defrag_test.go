@@ -89,7 +89,7 @@ func TestDefragFromScratch(t *testing.T) {
 // Rollouts only ever take allowed candidates, in both stages; STOP is allowed and taken too.
 func TestDefragRolloutRespectsMasks(t *testing.T) {
 	cfg := smallDefragConfig(t, t.TempDir())
-	src, err := newSource(cfg)
+	src, err := newDefragEpisodes(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,14 @@ import (
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/tasks"
 )
+
+// The defrag-online family's PPO: the defrag agent invoked along timelines.
+func init() { Register(online.EnvName, singleAgent(newOnlineEpisodes)) }
 
 // onlineEpisodes are defrag-online episodes: a draw names a timeline of the online world (the
 // draw's trace on its seeded sub-cluster, Poisson arrivals at the load its seed picks from
@@ -74,6 +78,14 @@ func (e *onlineEpisodes) ranked() bool { return false }
 
 func (e *onlineEpisodes) summary(res *Result) map[string]float64 {
 	res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
+	s, f := res.StartDefrag, res.FinalDefrag
+	res.Summary = family.Summary{Metric: "heldout_whole_gpu_queue_delay_mean_s", Value: f.WholeGPUDelay,
+		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out whole-GPU delay %.1f -> %.1f s, migrations %.1f -> %.1f",
+			res.EnvSteps, res.StepsPerSecond, s.WholeGPUDelay, f.WholeGPUDelay, s.Migrations, f.Migrations),
+		Lines: []string{fmt.Sprintf("fine-tuned %s: held-out timelines, whole-GPU queueing delay %.1f -> %.1f s, migrations %.1f -> %.1f, "+
+			"reward (queued GPU-hours avoided - downtime) %.2f -> %.2f, after %d env steps (%.0f steps/s, %.0f s)",
+			res.Dir, s.WholeGPUDelay, f.WholeGPUDelay, s.Migrations, f.Migrations, s.Reward, f.Reward,
+			res.EnvSteps, res.StepsPerSecond, res.Seconds)}}
 	metrics := map[string]float64{"env_steps": float64(res.EnvSteps)}
 	for k, v := range res.FinalDefrag.fields() {
 		metrics["final_"+k] = v

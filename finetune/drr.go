@@ -5,9 +5,13 @@ import (
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/tasks"
 )
+
+// The drr family's PPO: a placement network placing every start of timed-world timelines.
+func init() { Register(online.DRREnvName, singleAgent(newDRREpisodes)) }
 
 // drrEpisodes are DRR placement episodes (online.DRREpisode): a draw names a timeline of the
 // openb timed world as defrag-online's do (the draw's trace on its seeded sub-cluster, the
@@ -53,7 +57,6 @@ func (e *drrEpisodes) start(d Draw) (episode, error) {
 // drrHeld is a DRR held-out evaluation: per timeline, the time-averaged fragmentation rate
 // over the measured window and the mean queueing delay of GPU tasks, and their means.
 type drrHeld struct {
-
 	FragRatioPct  []float64 `json:"frag_ratio_mean_pct"`
 	GPUDelay      []float64 `json:"gpu_queue_delay_mean_s"`
 	MeanFragRatio float64   `json:"mean_frag_ratio_mean_pct"`
@@ -82,9 +85,17 @@ func (e *drrEpisodes) evaluate(pol policy, workers int) (heldOut, error) {
 func (e *drrEpisodes) summary(res *Result) map[string]float64 {
 	m := map[string]float64{"env_steps": float64(res.EnvSteps)}
 	res.StartDRR, res.FinalDRR = res.Start.DRR, res.Final.DRR
-	if s, f := res.Start.DRR, res.Final.DRR; s != nil && f != nil {
-		m["start_frag_ratio_mean_pct"], m["final_frag_ratio_mean_pct"] = s.MeanFragRatio, f.MeanFragRatio
-		m["start_gpu_queue_delay_mean_s"], m["final_gpu_queue_delay_mean_s"] = s.MeanGPUDelay, f.MeanGPUDelay
+	s, f := res.Start.DRR, res.Final.DRR
+	if s == nil || f == nil {
+		return m
 	}
+	m["start_frag_ratio_mean_pct"], m["final_frag_ratio_mean_pct"] = s.MeanFragRatio, f.MeanFragRatio
+	m["start_gpu_queue_delay_mean_s"], m["final_gpu_queue_delay_mean_s"] = s.MeanGPUDelay, f.MeanGPUDelay
+	res.Summary = family.Summary{Metric: "heldout_frag_ratio_mean_pct", Value: f.MeanFragRatio,
+		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out fragmentation rate %.2f -> %.2f%%, GPU delay %.1f -> %.1f s",
+			res.EnvSteps, res.StepsPerSecond, s.MeanFragRatio, f.MeanFragRatio, s.MeanGPUDelay, f.MeanGPUDelay),
+		Lines: []string{fmt.Sprintf("fine-tuned %s: held-out timelines, fragmentation rate %.2f%% -> %.2f%%, GPU queueing delay %.1f -> %.1f s, "+
+			"after %d env steps (%.0f steps/s, %.0f s)", res.Dir, s.MeanFragRatio, f.MeanFragRatio, s.MeanGPUDelay, f.MeanGPUDelay,
+			res.EnvSteps, res.StepsPerSecond, res.Seconds)}}
 	return m
 }

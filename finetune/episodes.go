@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
@@ -61,17 +60,9 @@ type episode interface {
 	outcome() episodeEnd
 }
 
-// newSource builds the episode source of the configured environment.
-func newSource(cfg config.Config) (episodeSource, error) {
-	switch cfg.Finetune.Env {
-	case env.DefragName:
-		return newDefragEpisodes(cfg)
-	case online.EnvName:
-		return newOnlineEpisodes(cfg)
-	case online.DRREnvName:
-		return newDRREpisodes(cfg)
-	}
-	return newEpisodes(cfg.Finetune)
+// The placement family's PPO: arrival episodes over the configured mix.
+func init() {
+	Register(env.PlacementName, singleAgent(func(cfg config.Config) (*episodes, error) { return newEpisodes(cfg.Finetune) }))
 }
 
 // episodes builds placement training and held-out episodes from the configured mix.
@@ -114,6 +105,15 @@ func (e *episodes) ranked() bool { return true }
 // greedy policy by more than the seeds' noise.
 func (e *episodes) summary(res *Result) map[string]float64 {
 	res.FinalVsStart = eval.PairSeeds("start", res.Final.AllocPct, res.Start.AllocPct)
+	d := res.FinalVsStart
+	lines := []string{fmt.Sprintf("fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% (%+.3f ± %.3f seed by seed over %d seeds: %s) "+
+		"after %d env steps (%.0f steps/s, %.0f s)", res.Dir, res.StartMean, res.FinalMean,
+		d.Diff.Mean, d.Diff.HalfWidth, d.Diff.N, d.Verdict(), res.EnvSteps, res.StepsPerSecond, res.Seconds)}
+	if res.BestUpdate > 0 {
+		lines = append(lines, fmt.Sprintf("best held-out evaluation: %.2f%% at update %d, in %s",
+			res.BestMean, res.BestUpdate, filepath.Join(res.Dir, BestDir)))
+	}
+	res.Summary = allocSummary(res, lines...)
 	return map[string]float64{"start_mean_alloc_gpu_pct": res.StartMean,
 		"final_mean_alloc_gpu_pct": res.FinalMean, "env_steps": float64(res.EnvSteps)}
 }

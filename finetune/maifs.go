@@ -13,12 +13,18 @@ import (
 	"github.com/sugarme/gotch/ts"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/nn"
 )
+
+// The maifs family's PPO: multi-agent, in the fungible world.
+func init() {
+	Register(env.MAIFSName, onLoop(func(cfg config.Config, o Options) (loop, error) { return newMAIFSTrainer(cfg, o) }))
+}
 
 // Multi-agent PPO (MAPPO) of the MAIFS policy (finetune.env: maifs, docs/maifs.md): the
 // agents of a decision point are the jobs of its window; they share the actor's weights and
@@ -61,7 +67,6 @@ type maifsHeld struct {
 type maifsTrainer struct {
 	cfg    config.Config
 	fc     config.FinetuneConfig
-	log    *slog.Logger
 	src    *maifsSource
 	dev    gotch.Device
 	net    *nn.MAIFSNet
@@ -71,7 +76,6 @@ type maifsTrainer struct {
 	worlds []*maifsWorld
 
 	clock
-	rec     *recorder
 	pcg     *rand.PCG
 	rng     *rand.Rand
 	samples []maifsSample
@@ -82,7 +86,7 @@ type maifsTrainer struct {
 
 func newMAIFSTrainer(cfg config.Config, o Options) (*maifsTrainer, error) {
 	fc := cfg.Finetune
-	t := &maifsTrainer{cfg: cfg, fc: fc, log: o.Log, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
+	t := &maifsTrainer{cfg: cfg, fc: fc, clock: clock{log: o.Log, perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -191,32 +195,11 @@ func (t *maifsTrainer) begin() error {
 	return nil
 }
 
-// step is one update: schedule, rollout, update, held-out check on its updates, the run
-// record's line, checkpoint.
-func (t *maifsTrainer) step() error {
-	line, err := t.timedUpdate(t.cfg.Seed, t.fc, t.ref != nil, t.rollout, t.update)
-	if err != nil {
-		return err
-	}
+func (t *maifsTrainer) haveRef() bool { return t.ref != nil }
+
+func (t *maifsTrainer) note(line *record) {
 	line.setEpisodes(t.ended)
 	line.DecidingAgents, line.OffGreedy = t.exploration()
-	if t.st.Update == t.updates || (t.fc.EvalEvery > 0 && t.st.Update%t.fc.EvalEvery == 0) {
-		h, err := t.evaluateAndKeepBest()
-		if err != nil {
-			return err
-		}
-		line.setHeldOut(h)
-	}
-	if err := t.rec.write(line); err != nil {
-		return err
-	}
-	t.log.Info("finetune update", line.logArgs()...)
-	if t.st.Update != t.updates && t.st.Update%t.fc.CheckpointEvery != 0 {
-		return nil
-	}
-	t.st.Seconds += t.trainSec
-	t.trainSec = 0
-	return t.checkpoint()
 }
 
 // rollout steps every world rollout_steps decision points: one batched forward over the
@@ -591,6 +574,7 @@ func (t *maifsTrainer) result() (Result, error) {
 	best := st.Evals[bestEval(st.Evals)]
 	res.BestUpdate = best.Update
 	res.StartMAIFS, res.FinalMAIFS, res.BestMAIFS = res.Start.MAIFS, res.Final.MAIFS, best.Held.MAIFS
+	res.Summary = maifsSummary(&res)
 	if st.Update < t.updates {
 		return res, nil
 	}
@@ -601,6 +585,20 @@ func (t *maifsTrainer) result() (Result, error) {
 	f := res.FinalMAIFS
 	_, err := nn.SaveMAIFS(t.fc.Out, t.net, t.lineage(map[string]float64{"final_avg_jct_h": f.AvgJCT, "final_makespan_h": f.Makespan, "env_steps": float64(st.EnvSteps)}))
 	return res, err
+}
+
+// maifsSummary reports the held-out checks' avg JCT and makespan, before and after (and the
+// best, when it is not the start's).
+func maifsSummary(res *Result) family.Summary {
+	s, e := res.StartMAIFS, res.FinalMAIFS
+	lines := []string{fmt.Sprintf("fine-tuned %s: held-out check (greedy, maifs.generate x maifs.val_seeds), avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h, "+
+		"after %d env steps (decision points; %.1f steps/s, %.0f s)", res.Dir, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan, res.EnvSteps, res.StepsPerSecond, res.Seconds)}
+	if b := res.BestMAIFS; res.BestUpdate > 0 {
+		lines = append(lines, fmt.Sprintf("best held-out check: avg JCT %.2f h, makespan %.1f h at update %d, in %s", b.AvgJCT, b.Makespan, res.BestUpdate, filepath.Join(res.Dir, BestDir)))
+	}
+	return family.Summary{Metric: "heldout_avg_jct_h", Value: e.AvgJCT, Lines: lines,
+		Note: fmt.Sprintf("%d env steps, %.1f steps/s, held-out avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h",
+			res.EnvSteps, res.StepsPerSecond, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan)}
 }
 
 func (t *maifsTrainer) close() {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
@@ -39,18 +40,12 @@ func newMAIFSSource(sec config.MAIFSConfig) (*maifsSource, error) {
 	if err := sec.Validate(); err != nil {
 		return nil, fmt.Errorf("maifs.%w", err)
 	}
-	s := &maifsSource{sec: sec, opts: env.MAIFSOptions{Window: sec.Window, WindowOrder: sec.WindowOrder, Partners: sec.Partners, FixedDemand: sec.FixedDemand, MakespanWeight: sec.MakespanWeight}}
-	var err error
-	if s.cluster, err = fungible.NewMixCluster(sec.Cluster, sec.ServerGPUs); err != nil {
-		return nil, fmt.Errorf("maifs.cluster: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(sec.Throughputs)
+	s := &maifsSource{sec: sec, opts: datasets.MAIFSOptionsOf(sec)}
+	w, err := fungible.LoadWorld(datasets.MAIFSWorld(sec), "maifs.")
 	if err != nil {
-		return nil, fmt.Errorf("maifs.throughputs: %w", err)
+		return nil, err
 	}
-	if s.model, err = fungible.LoadSpeedModel(table, sec.Profiles, sec.Mapping); err != nil {
-		return nil, fmt.Errorf("maifs.profiles/mapping: %w", err)
-	}
+	s.cluster, s.model = w.Cluster, w.Model
 	for _, k := range []struct {
 		key   string
 		specs []string

@@ -13,9 +13,9 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/fungibletest"
 	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/pretrain"

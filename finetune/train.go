@@ -9,6 +9,7 @@ package finetune
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -16,8 +17,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schollz/progressbar/v3"
@@ -64,25 +65,55 @@ type Result struct {
 	// StartDRR and FinalDRR are a drr run's held-out timelines.
 	StartDRR *drrHeld `json:"start_drr,omitempty"`
 	FinalDRR *drrHeld `json:"final_drr,omitempty"`
-	Resumed    bool       `json:"resumed"`
-	Complete   bool       `json:"complete"`
+	Resumed  bool     `json:"resumed"`
+	Complete bool     `json:"complete"`
+	// Summary is the run in its family's terms, which the family's trainer writes.
+	Summary family.Summary `json:"-"`
+}
+
+// allocSummary is the summary of a run ranked by held-out GPU allocation (placement) and the
+// default of a single-agent family: the mean before and after.
+func allocSummary(res *Result, lines ...string) family.Summary {
+	return family.Summary{Metric: "heldout_alloc_gpu_pct", Value: res.FinalMean, Lines: lines,
+		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out %.2f -> %.2f", res.EnvSteps, res.StepsPerSecond, res.StartMean, res.FinalMean)}
 }
 
 // Run fine-tunes cfg.Finetune.From ("none": a fresh network of cfg.Network) into
-// cfg.Finetune.Out, resuming from the newest checkpoint there when one exists. Each update is
-// the steps of docs/finetune.md's "one update": schedule, rollout, update, then
-// evaluate-and-keep-best and checkpoint; result sums the run up.
+// cfg.Finetune.Out with the fine-tuning finetune.env's family registered, resuming from the
+// newest checkpoint there when one exists.
 func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
+	run, err := trainers.Lookup("finetune.env", cfg.Finetune.Env)
+	if err != nil {
+		return Result{Dir: cfg.Finetune.Out}, err
+	}
+	return run(ctx, cfg, o)
+}
+
+// RunFunc is a family's fine-tuning, as Run describes it.
+type RunFunc func(ctx context.Context, cfg config.Config, o Options) (Result, error)
+
+// trainers are the families' fine-tuning, by finetune.env: each family's file registers its
+// own (this package's families a loop through onLoop).
+var trainers = family.NewHooks[RunFunc]("finetune")
+
+// Register adds family name's fine-tuning; a second one for the same name panics.
+func Register(name string, run RunFunc) { trainers.Register(name, run) }
+
+// onLoop is the fine-tuning of a family that supplies the loop newLoop builds to runLoop.
+func onLoop(newLoop func(config.Config, Options) (loop, error)) RunFunc {
+	return func(ctx context.Context, cfg config.Config, o Options) (Result, error) {
+		return runLoop(ctx, cfg, o, newLoop)
+	}
+}
+
+// runLoop is PPO's update loop, every family's: each update is the steps of docs/finetune.md's
+// "one update": schedule, rollout, update, then evaluate-and-keep-best and checkpoint; result
+// sums the run up.
+func runLoop(ctx context.Context, cfg config.Config, o Options, newLoop func(config.Config, Options) (loop, error)) (Result, error) {
 	// Grad mode is per OS thread in libtorch; keep every tensor call on this one.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	var t loop
-	var err error
-	if cfg.Finetune.Env == env.MAIFSName {
-		t, err = newMAIFSTrainer(cfg, o)
-	} else {
-		t, err = newTrainer(cfg, o)
-	}
+	t, err := newLoop(cfg, o)
 	if err != nil {
 		return Result{Dir: cfg.Finetune.Out}, err
 	}
@@ -90,35 +121,75 @@ func Run(ctx context.Context, cfg config.Config, o Options) (Result, error) {
 	if err := t.begin(); err != nil {
 		return Result{Dir: cfg.Finetune.Out}, err
 	}
-	bar := progressBar(o.Bar, t)
-	for done := 0; ; done++ {
-		update, updates, _, steps := t.progress()
-		if update >= updates || (o.StopAfter > 0 && done == o.StopAfter) {
-			break
-		}
+	fc, c := cfg.Finetune, t.counters()
+	bar := progressBar(o.Bar, c)
+	for done := 0; c.st.Update < c.updates && (o.StopAfter == 0 || done < o.StopAfter); done++ {
 		if err := ctx.Err(); err != nil {
-			return Result{Dir: cfg.Finetune.Out}, err
+			return Result{Dir: fc.Out}, err
 		}
-		if err := t.step(); err != nil {
-			return Result{Dir: cfg.Finetune.Out}, err
+		// One update: schedule, rollout, PPO update (timed, counted), the family's notes.
+		line, err := c.timedUpdate(cfg.Seed, fc, t.haveRef(), t.rollout, t.update)
+		if err != nil {
+			return Result{Dir: fc.Out}, err
+		}
+		t.note(&line)
+		if c.last() || (fc.EvalEvery > 0 && c.st.Update%fc.EvalEvery == 0) {
+			h, err := t.evaluateAndKeepBest()
+			if err != nil {
+				return Result{Dir: fc.Out}, err
+			}
+			line.setHeldOut(h)
+		}
+		if err := c.rec.write(line); err != nil {
+			return Result{Dir: fc.Out}, err
+		}
+		c.log.Info("finetune update", line.logArgs()...)
+		if c.last() || c.st.Update%fc.CheckpointEvery == 0 {
+			c.st.Seconds += c.trainSec
+			c.trainSec = 0
+			if err := t.checkpoint(); err != nil {
+				return Result{Dir: fc.Out}, err
+			}
 		}
 		if bar != nil {
-			_, _, _, steps = t.progress()
-			_ = bar.Set64(steps)
+			_ = bar.Set64(c.st.EnvSteps)
 		}
 	}
 	return t.result()
 }
 
-// loop is a run in progress, one per environment family: the single-agent trainer below
-// (placement, defrag, defrag-online) or the multi-agent one (maifs.go).
+// singleAgent is the fine-tuning of a family whose episodes src builds: the single-agent
+// trainer below in runLoop.
+func singleAgent[S episodeSource](src func(config.Config) (S, error)) RunFunc {
+	return onLoop(func(cfg config.Config, o Options) (loop, error) {
+		eps, err := src(cfg)
+		if err != nil {
+			return nil, err
+		}
+		return newTrainer(cfg, o, eps)
+	})
+}
+
+// loop is a run in progress, what a family supplies to Run's update loop: the single-agent
+// trainer below (placement, defrag, defrag-online) or the multi-agent one (maifs.go).
 type loop interface {
-	// begin evaluates the start network once per run.
+	// begin starts a fresh run's episodes and evaluates the start network once per run.
 	begin() error
-	// step is one update.
-	step() error
-	// progress is the updates done and budgeted, the env steps per update and done.
-	progress() (update, updates, perUpdate int, envSteps int64)
+	// counters are the run's state, budget, record and clock.
+	counters() *clock
+	// haveRef reports whether a pretrained reference prices the KL penalty.
+	haveRef() bool
+	// rollout steps every environment copy rollout_steps times with the trained network.
+	rollout() error
+	// update is PPO's epochs over the rollout at the learning rate and KL coefficient.
+	update(lr, kl float64) (updateStats, error)
+	// note adds the rollout's ended episodes (and the family's own statistics) to the line.
+	note(line *record)
+	// evaluateAndKeepBest evaluates the deployed network on the held-out episodes and keeps
+	// it in BestDir when it is the best so far.
+	evaluateAndKeepBest() (heldOut, error)
+	// checkpoint writes a resumable checkpoint.
+	checkpoint() error
 	result() (Result, error)
 	close()
 }
@@ -127,7 +198,6 @@ type loop interface {
 // environment copies, and the state a checkpoint saves.
 type trainer struct {
 	cfg     config.Config
-	log     *slog.Logger
 	eps     episodeSource
 	m       *models
 	opt     *nn.Adam
@@ -136,7 +206,6 @@ type trainer struct {
 	workers int
 
 	clock
-	rec *recorder
 	pcg *rand.PCG
 	rng *rand.Rand // PPO's sampling, shuffling and episode draws
 	r   *rollout
@@ -144,8 +213,10 @@ type trainer struct {
 }
 
 // clock is what both trainers count the same way: the state a checkpoint saves, the budget,
-// and the seconds of rollouts and updates.
+// and the seconds of rollouts and updates; and where Run writes each update's line.
 type clock struct {
+	log                *slog.Logger
+	rec                *recorder
 	st                 runState
 	perUpdate, updates int     // env steps per update; updates in the budget
 	trainSec, procSec  float64 // rollout and update time since the last checkpoint; in this process
@@ -153,9 +224,9 @@ type clock struct {
 }
 
 // newTrainer builds the run's parts and resumes from out's newest checkpoint, if any.
-func newTrainer(cfg config.Config, o Options) (*trainer, error) {
+func newTrainer(cfg config.Config, o Options, eps episodeSource) (*trainer, error) {
 	fc := cfg.Finetune
-	t := &trainer{cfg: cfg, log: o.Log, workers: fc.Workers, clock: clock{perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
+	t := &trainer{cfg: cfg, eps: eps, workers: fc.Workers, clock: clock{log: o.Log, perUpdate: fc.NumEnvs * fc.RolloutSteps}, res: Result{Dir: fc.Out}}
 	if t.log == nil {
 		t.log = slog.Default()
 	}
@@ -165,9 +236,6 @@ func newTrainer(cfg config.Config, o Options) (*trainer, error) {
 	t.updates = fc.TotalSteps / t.perUpdate
 	dev, err := nn.Device(cfg.Device)
 	if err != nil {
-		return nil, err
-	}
-	if t.eps, err = newSource(cfg); err != nil {
 		return nil, err
 	}
 	if t.m, err = newModels(cfg, t.eps.spec(), dev); err != nil {
@@ -222,45 +290,24 @@ func (t *trainer) begin() error {
 	return nil
 }
 
-func progressBar(w io.Writer, t loop) *progressbar.ProgressBar {
+func progressBar(w io.Writer, c *clock) *progressbar.ProgressBar {
 	if w == nil {
 		return nil
 	}
-	_, updates, perUpdate, steps := t.progress()
-	bar := progressbar.NewOptions64(int64(updates*perUpdate), progressbar.OptionSetWriter(w),
+	bar := progressbar.NewOptions64(int64(c.updates*c.perUpdate), progressbar.OptionSetWriter(w),
 		progressbar.OptionSetDescription("finetune"), progressbar.OptionShowCount(),
 		progressbar.OptionShowIts(), progressbar.OptionSetItsString("steps"))
-	_ = bar.Set64(steps)
+	_ = bar.Set64(c.st.EnvSteps)
 	return bar
 }
 
-func (c *clock) progress() (update, updates, perUpdate int, envSteps int64) {
-	return c.st.Update, c.updates, c.perUpdate, c.st.EnvSteps
-}
+func (c *clock) counters() *clock { return c }
 
 func (t *trainer) close() { t.rec.close() }
 
-// step is one update: schedule, rollout, update, evaluate-and-keep-best (on evaluation
-// updates), the run record's line, checkpoint.
-func (t *trainer) step() error {
-	line, err := t.timedUpdate(t.cfg.Seed, t.cfg.Finetune, t.m.ref != nil, t.rollout, t.update)
-	if err != nil {
-		return err
-	}
-	line.setEpisodes(t.r.ended)
-	if fc := t.cfg.Finetune; t.last() || (fc.EvalEvery > 0 && t.st.Update%fc.EvalEvery == 0) {
-		h, err := t.evaluateAndKeepBest()
-		if err != nil {
-			return err
-		}
-		line.setHeldOut(h)
-	}
-	if err := t.rec.write(line); err != nil {
-		return err
-	}
-	t.log.Info("finetune update", line.logArgs()...)
-	return t.checkpoint()
-}
+func (t *trainer) haveRef() bool { return t.m.ref != nil }
+
+func (t *trainer) note(line *record) { line.setEpisodes(t.r.ended) }
 
 // timedUpdate is the part of an update both trainers share: libtorch's generator restarted
 // from a known point (so a resumed run draws what an uninterrupted one would; PPO itself
@@ -294,7 +341,7 @@ func (c *clock) timedUpdate(seed int64, fc config.FinetuneConfig, haveRef bool, 
 }
 
 // last reports whether the update just finished is the budget's last.
-func (t *trainer) last() bool { return t.st.Update == t.updates }
+func (c *clock) last() bool { return c.st.Update == c.updates }
 
 // schedule is update's learning rate and KL coefficient: the learning rate annealed linearly
 // to 0 (anneal_lr), the KL penalty decaying linearly to 0 over the first kl_decay of the
@@ -345,13 +392,9 @@ func (t *trainer) evaluateAndKeepBest() (heldOut, error) {
 	return h, nil
 }
 
-// checkpoint writes a resumable checkpoint every checkpoint_every updates and after the last.
+// checkpoint writes a resumable checkpoint (Run calls it every checkpoint_every updates and
+// after the last).
 func (t *trainer) checkpoint() error {
-	if !t.last() && t.st.Update%t.cfg.Finetune.CheckpointEvery != 0 {
-		return nil
-	}
-	t.st.Seconds += t.trainSec
-	t.trainSec = 0
 	return t.m.checkpoint(t.cfg.Finetune.Out, t.opt, snapshot(t.st, t.pcg, t.pool))
 }
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/internal/fungibletest"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 )
 
 // loggedRun runs TUNE in SRTF order on a busy generated workload (partners and resizes happen)

@@ -7,9 +7,9 @@ import (
 	"github.com/sugarme/gotch"
 
 	"github.com/schedrl/schedrl/env"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // fgdScorer wraps a placer and counts its choices that fall short of FGD's best score.

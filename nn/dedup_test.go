@@ -9,8 +9,8 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 func TestNodeRowsMerge(t *testing.T) {

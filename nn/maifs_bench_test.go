@@ -7,8 +7,8 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/fungible/fungibletest"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/fungibletest"
 )
 
 // BenchmarkMAIFSDecision100Jobs54Servers is the decision-latency target: one scheduling point

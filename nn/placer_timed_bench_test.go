@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 	"github.com/schedrl/schedrl/tasks"
 )
 

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // BenchmarkPlace runs the whole default-trace workload (tune 1.3, seed 42) per iteration and

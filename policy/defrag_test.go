@@ -6,8 +6,8 @@ import (
 	"io"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // TestDefragmenters fragments the default trace's cluster with Random placement, runs each

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/internal/repotest"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 func TestRegistry(t *testing.T) {

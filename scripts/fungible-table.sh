@@ -39,7 +39,7 @@ for w in "${workloads[@]}"; do
     if [[ $wflags == --trace* ]]; then runs=(0); fi
     for s in "${runs[@]}"; do
       # shellcheck disable=SC2086 # flags are word lists
-      nice "$bin" jobs --cluster 36:36:36 --round 360 --seed "$s" $wflags $pflags --json |
+      nice "$bin" jobs fungible --cluster 36:36:36 --round 360 --seed "$s" $wflags $pflags --json |
         jq -c --arg w "$wname" --arg p "$pname" --argjson s "$s" \
           '{workload: $w, policy: $p, seed: $s, avg: .avg_jct_s, p95: ([.jct_s[]] | sort | .[(length * 0.95 | ceil) - 1]), makespan: .makespan_s, util: .utilization, wall: .wall_seconds}' >>"$raw"
     done

@@ -3,9 +3,9 @@ package sim_test
 import (
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // halfFull is the default trace's cluster after FGD placed the first 5000 tasks of seed 42.

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // TestRunLogReplay runs FGD on the default trace with a decision log, checks the curve's

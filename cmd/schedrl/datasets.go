@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/schedrl/schedrl/datasets"
-	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/manifestkind"
 )
@@ -72,7 +72,7 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	}
 	f := cmd.Flags()
 	f.StringVar(&logs, "logs", "", "glob of decision logs, e.g. 'runs/logs/*.jsonl'")
-	f.StringVar(&envName, "env", "placement", "environment: placement, defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section), or maifs (logs of schedrl jobs --servers-gpus N --log; validation = the logs of maifs.val_seeds)")
+	f.StringVar(&envName, "env", config.Default().Datasets.Env, "environment: placement, defrag (migration logs of defrag plan --log / defrag demos; rewards from the defrag section), or maifs (logs of schedrl jobs fungible --log; validation = the logs of maifs.val_seeds)")
 	f.StringVar(&out, "out", "", "dataset directory to write")
 	f.Float64Var(&valFraction, "val-fraction", 0.1, "share of episodes (logs) for validation")
 	f.BoolVar(&force, "force", false, "replace an existing output directory")
@@ -84,7 +84,7 @@ func newDatasetsBuildCmd(runF func(context.Context, *datasetsBuildOptions) error
 	return cmd
 }
 
-func runDatasetsBuild(_ context.Context, opts *datasetsBuildOptions) error {
+func runDatasetsBuild(ctx context.Context, opts *datasetsBuildOptions) error {
 	cfg := opts.Config
 	dc := cfg.Datasets
 	if err := dc.Validate(); err != nil {
@@ -93,44 +93,16 @@ func runDatasetsBuild(_ context.Context, opts *datasetsBuildOptions) error {
 	if dc.Logs == "" || dc.Out == "" {
 		return fmt.Errorf("datasets build: --logs and --out (or datasets.logs and datasets.out) are required")
 	}
-	if dc.Env == env.MAIFSName {
-		return buildMAIFSDataset(cfg)
+	f, err := family.Lookup("datasets.env", dc.Env)
+	if err == nil && f.Dataset == nil {
+		err = fmt.Errorf("datasets.env: %q: the family builds no dataset", dc.Env)
 	}
-	m, stats, err := datasets.Build(datasets.BuildOptions{
-		Logs: dc.Logs, Env: dc.Env, Out: dc.Out, Force: dc.Force, Nodes: dc.Nodes,
-		ValFraction: dc.ValFraction, Seed: uint64(cfg.Seed), ShardRows: dc.ShardRows, RowGroupRows: dc.RowGroupRows,
-		Workers: dc.Workers, Gamma: dc.Gamma,
-		EnvOptions: env.Options{RewardPlaced: dc.RewardPlaced, RewardFragment: dc.RewardFragment},
-		Defrag:     defragOptions(cfg),
-	})
-	if err != nil {
-		return err
-	}
-	secs := stats.Elapsed.Seconds()
-	slog.Info("datasets: built", "out", dc.Out, "rows", m.Rows, "episodes", len(m.Episodes),
-		"train_rows", m.Splits[datasets.SplitTrain].Rows, "val_rows", m.Splits[datasets.SplitVal].Rows,
-		"parquet_bytes", stats.Bytes, "bytes_per_row", fmt.Sprintf("%.1f", float64(stats.Bytes)/float64(m.Rows)),
-		"seconds", fmt.Sprintf("%.2f", secs), "rows_per_second", fmt.Sprintf("%.0f", float64(m.Rows)/secs))
-	return nil
-}
-
-// buildMAIFSDataset builds a multi-agent dataset from the fungible world's logs with the maifs
-// section: validation is the logs of maifs.val_seeds, every maifs.every-th round is kept.
-func buildMAIFSDataset(cfg config.Config) error {
-	dc := cfg.Datasets
-	if err := cfg.MAIFS.Validate(); err != nil {
-		return fmt.Errorf("datasets: maifs.%w", err)
-	}
-	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, dc.Logs, dc.Out, dc.Force)
 	if err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
-	m, stats, err := datasets.BuildMAIFS(o)
-	if err != nil {
+	if _, err := f.Dataset.Build(ctx, cfg, slog.Default()); err != nil {
 		return fmt.Errorf("datasets: %w", err)
 	}
-	slog.Info("datasets: built", "out", dc.Out, "env", env.MAIFSName, "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
-		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
 	return nil
 }
 

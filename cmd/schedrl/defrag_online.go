@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/env"
@@ -66,10 +66,59 @@ type defragOnlineOptions struct {
 	Err        io.Writer // progress (simulated time) goes here; nil: stderr
 }
 
+// defaultDefragOnlineOptions are the command's own defaults and the built-in defrag_online
+// section, where the timeline's horizon, warm-up and cap and the trigger, budget and downtime
+// come from (loading the config replaces them with the effective section's).
 func defaultDefragOnlineOptions() defragOnlineOptions {
-	return defragOnlineOptions{Nodes: "data/openb/openb_node_list_gpu_node.csv", Duration: 86400, Warmup: 4 * 3600,
-		Cap: tasks.DefaultCap, Method: "none", Device: "cpu", Placer: "fgd", Queue: "backfill",
-		Online: online.DefaultConfig(), SeriesStep: 60, BurstRunTime: 3600}
+	o := defragOnlineOptions{Nodes: "data/openb/openb_node_list_gpu_node.csv", Method: "none", Device: "cpu",
+		Placer: "fgd", Queue: "backfill", SeriesStep: 60, BurstRunTime: 3600}
+	o.useSection(config.Default().DefragOnline)
+	return o
+}
+
+// sectionFlags are the flags that override a key of the defrag_online section.
+var sectionFlags = map[string]func(s *config.DefragOnlineConfig, o *defragOnlineOptions){
+	"duration":         func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.Duration = o.Duration },
+	"warmup":           func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.Warmup = o.Warmup },
+	"cap":              func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.Cap = o.Cap },
+	"every":            func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.Every = o.Online.Every },
+	"head-wait":        func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.HeadWait = o.Online.HeadWait },
+	"budget":           func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.Budget = o.Online.Budget },
+	"cap-per-hour":     func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.CapPerHour = o.Online.CapPerHour },
+	"downtime-base":    func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.DowntimeBase = o.Online.DowntimeBase },
+	"downtime-per-gpu": func(s *config.DefragOnlineConfig, o *defragOnlineOptions) { s.DowntimePerGPU = o.Online.DowntimePerGPU },
+}
+
+// fromConfig starts the options from the loaded defrag_online section, the flags the user set
+// overriding its keys (precedence flag > environment > --config file > built-in defaults).
+func (o *defragOnlineOptions) fromConfig(s config.DefragOnlineConfig, f *pflag.FlagSet) {
+	for name, set := range sectionFlags {
+		if f.Changed(name) {
+			set(&s, o)
+		}
+	}
+	o.useSection(s)
+}
+
+// useSection takes a defrag_online section's horizon, warm-up, run-time cap, trigger
+// period, head wait, budget, cap per hour and downtime; the trigger kind and the utilisation
+// threshold are the command's own.
+func (o *defragOnlineOptions) useSection(s config.DefragOnlineConfig) {
+	o.Duration, o.Warmup, o.Cap = s.Duration, s.Warmup, s.Cap
+	c := online.ConfigOf(s)
+	c.Trigger, c.UtilThreshold = o.Online.Trigger, o.Online.UtilThreshold
+	o.Online = c
+}
+
+// section is the options as a defrag_online section, so that the section's own validation
+// checks them; the keys the command does not read (loads, expert, shaping, held-out seeds)
+// keep their built-in values.
+func (o *defragOnlineOptions) section() config.DefragOnlineConfig {
+	s := config.Default().DefragOnline
+	s.Duration, s.Warmup, s.Cap = o.Duration, o.Warmup, o.Cap
+	s.Every, s.HeadWait, s.Budget, s.CapPerHour = o.Online.Every, o.Online.HeadWait, o.Online.Budget, o.Online.CapPerHour
+	s.DowntimeBase, s.DowntimePerGPU = o.Online.DowntimeBase, o.Online.DowntimePerGPU
+	return s
 }
 
 // defragOnlineSummary is the printed result; delays are of the tasks arrived after the warm-up.
@@ -116,7 +165,11 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 		Long: "Poisson arrivals at offered load --load from the pod list, FIFO with backfill, placement by --placer; every\n" +
 			"--every seconds, when the queue head has waited --head-wait seconds, the method plans at most --budget\n" +
 			"migrations (and --cap-per-hour in any hour) on a snapshot; each migration costs its task\n" +
-			"--downtime-base + --downtime-per-gpu x its GPUs of downtime. Methods: none, " + strings.Join(online.Methods(), ", ") + ".",
+			"--downtime-base + --downtime-per-gpu x its GPUs of downtime. Methods: none, " + strings.Join(online.Methods(), ", ") + ".\n" +
+			"The horizon, warm-up, cap, trigger, budget and downtime start from the config's defrag_online section\n" +
+			"(built-in defaults, --config FILE, SCHEDRL_DEFRAG_ONLINE_*, --set defrag_online.KEY=V); their flags override it.",
+		Example: "  schedrl defrag online --pods data/openb/openb_pod_list_default.csv --load 1.1 --seed 101 --method make-room --json\n" +
+			"  schedrl defrag online --config configs/defrag-online.yaml --pods data/openb/openb_pod_list_default.csv --load 1.0 --seed 101 --method greedy",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cmd.Flags().Changed("model") && cmd.Flags().Changed("method") {
@@ -126,6 +179,7 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 			if err != nil {
 				return err
 			}
+			o.fromConfig(cfg.DefragOnline, cmd.Flags())
 			o.Registry = cfg.Registry
 			if store, _ := cmd.Flags().GetString("store"); store != "" {
 				o.Registry.Store = store
@@ -148,25 +202,25 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.StringVar(&o.Pods, "pods", "", "openb pod list CSV (the tasks and their run times)")
 	f.Float64Var(&o.Load, "load", 0, "offered load (GPU-time demanded per second over GPU capacity), in (0, 10]")
 	f.Uint64Var(&o.Seed, "seed", 0, "seed of arrivals, tie order and the methods' draws")
-	f.Float64Var(&o.Duration, "duration", o.Duration, "arrivals end at this time (seconds)")
-	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "unmeasured start (seconds)")
-	f.Float64Var(&o.Cap, "cap", o.Cap, "run-time cap (seconds; 0 none)")
+	f.Float64Var(&o.Duration, "duration", o.Duration, "arrivals end at this time (seconds; defrag_online.duration_s)")
+	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "unmeasured start (seconds; defrag_online.warmup_s)")
+	f.Float64Var(&o.Cap, "cap", o.Cap, "run-time cap (seconds, 0 none; defrag_online.cap_s)")
 	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", ")+", or oracle (repack everything at each check, no cost, no budget)")
 	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method; a placement checkpoint (DRR's, e.g. drr@champion) runs the whole DRR policy: it places every start and "+drrRescheduler+" reschedules")
 	f.StringVar(&o.Device, "device", o.Device, "device of --model (cpu, cuda, auto)")
 	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS")
 	f.StringVar(&o.Queue, "queue", o.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
 	f.StringVar(&o.Online.Trigger, "trigger", online.TriggerQueue, "when a check acts: queue (the head waited --head-wait) or periodic (DRR's: every --every seconds whatever the queue; unset --every, --budget, --cap-per-hour, --util-threshold take DRR's 3600 s, 5 an hour per 64 nodes, 0.5)")
-	f.Float64Var(&o.Online.Every, "every", o.Online.Every, "seconds between trigger checks (Δt)")
+	f.Float64Var(&o.Online.Every, "every", o.Online.Every, "seconds between trigger checks (Δt; defrag_online.every_s)")
 	f.Float64Var(&o.Online.UtilThreshold, "util-threshold", 0, "move tasks only off nodes whose GPU allocation is under this share (0: any node)")
 	f.IntVar(&o.SampleNodes, "sample-nodes", 0, "run on a seeded sample of this many nodes of --nodes (0: all)")
 	f.IntVar(&o.Burst, "burst", 0, "inject this many 8-GPU jobs at one seeded instant of the measured window and report their wait (0: none)")
 	f.Float64Var(&o.BurstRunTime, "burst-runtime", o.BurstRunTime, "run time of a burst job (seconds)")
-	f.Float64Var(&o.Online.HeadWait, "head-wait", o.Online.HeadWait, "act only when the queue head has waited this long (T, seconds; 0: every check)")
-	f.IntVar(&o.Online.Budget, "budget", o.Online.Budget, "migrations per invocation")
-	f.IntVar(&o.Online.CapPerHour, "cap-per-hour", o.Online.CapPerHour, "migrations started in any hour")
-	f.Float64Var(&o.Online.DowntimeBase, "downtime-base", o.Online.DowntimeBase, "downtime a of a migration (seconds)")
-	f.Float64Var(&o.Online.DowntimePerGPU, "downtime-per-gpu", o.Online.DowntimePerGPU, "downtime b per GPU of the moved task (seconds)")
+	f.Float64Var(&o.Online.HeadWait, "head-wait", o.Online.HeadWait, "act only when the queue head has waited this long (T, seconds, 0: every check; defrag_online.head_wait_s)")
+	f.IntVar(&o.Online.Budget, "budget", o.Online.Budget, "migrations per invocation (defrag_online.budget)")
+	f.IntVar(&o.Online.CapPerHour, "cap-per-hour", o.Online.CapPerHour, "migrations started in any hour (defrag_online.cap_per_hour)")
+	f.Float64Var(&o.Online.DowntimeBase, "downtime-base", o.Online.DowntimeBase, "downtime a of a migration (seconds; defrag_online.downtime_base_s)")
+	f.Float64Var(&o.Online.DowntimePerGPU, "downtime-per-gpu", o.Online.DowntimePerGPU, "downtime b per GPU of the moved task (seconds; defrag_online.downtime_per_gpu_s)")
 	f.BoolVar(&o.Pooled, "pooled", false, "measure the bound instead: one pool of the cluster's GPUs, a task starts whenever the free GPUs suffice (node boundaries ignored)")
 	f.StringVar(&o.Demos, "demos", "", "write each invocation of --method as a migration log in this directory (BC demonstrations for datasets build --env defrag) instead of printing")
 	f.StringVar(&o.Series, "series", "", "time-series CSV to write (allocation, fragment, running, waiting)")
@@ -189,12 +243,11 @@ func (o *defragOnlineOptions) validate() error {
 		return fmt.Errorf("pods: a pod list CSV is required")
 	case !(o.Load > 0 && o.Load <= 10):
 		return fmt.Errorf("load: must be in (0, 10], got %v", o.Load)
-	case !(o.Duration > 0) || math.IsInf(o.Duration, 0):
-		return fmt.Errorf("duration: must be > 0 seconds, got %v", o.Duration)
-	case !(o.Warmup >= 0 && o.Warmup < o.Duration):
-		return fmt.Errorf("warmup: must be in [0, duration %v), got %v", o.Duration, o.Warmup)
-	case o.Cap < 0:
-		return fmt.Errorf("cap: must be >= 0 seconds, got %v", o.Cap)
+	}
+	if err := o.section().Validate(); err != nil {
+		return err
+	}
+	switch {
 	case o.Pooled && (o.Model != "" || !strings.EqualFold(o.Method, "none")):
 		return fmt.Errorf("pooled: a measurement without a defragmenter: give no --method or --model")
 	case o.Demos != "" && (o.Model != "" || strings.EqualFold(o.Method, "none")):

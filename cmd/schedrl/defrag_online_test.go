@@ -93,7 +93,7 @@ func TestDefragOnlineRefusesBadKeys(t *testing.T) {
 		"cap_per_hour": func(o *defragOnlineOptions) { o.Online.CapPerHour = 0 },
 		"every_s":      func(o *defragOnlineOptions) { o.Online.Every = -5 },
 		"head_wait_s":  func(o *defragOnlineOptions) { o.Online.HeadWait = -1 },
-		"warmup":       func(o *defragOnlineOptions) { o.Warmup = o.Duration },
+		"warmup_s":     func(o *defragOnlineOptions) { o.Warmup = o.Duration },
 		"demos":        func(o *defragOnlineOptions) { o.Demos, o.Method = "logs", "none" },
 		"trigger":      func(o *defragOnlineOptions) { o.Online.Trigger = "hourly" },
 		"head-wait": func(o *defragOnlineOptions) {
@@ -178,5 +178,47 @@ func TestDefragOnlineModelNotPublishedSaysWhichPipeline(t *testing.T) {
 	err := runDefragOnline(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "make pipeline CONFIG=configs/defrag-online.yaml") {
 		t.Fatalf("err = %v, want one naming the pipeline to run", err)
+	}
+}
+
+// The command starts from the defrag_online section (built-in, or --config's), and the flags
+// the user sets override its keys; a bad key from the config is refused naming the key.
+func TestDefragOnlineStartsFromTheConfigSection(t *testing.T) {
+	parse := func(args ...string) (*defragOnlineOptions, error) {
+		var got *defragOnlineOptions
+		cmd := newDefragOnlineCmd(func(_ context.Context, o *defragOnlineOptions) error { got = o; return nil })
+		cmd.SetArgs(args)
+		cmd.SetOut(&bytes.Buffer{})
+		cmd.SetErr(&bytes.Buffer{})
+		return got, cmd.Execute()
+	}
+	def := config.Default().DefragOnline
+	smoke := filepath.Join(repoRoot, "configs", "defrag-online-smoke.yaml")
+	for _, c := range []struct {
+		args                    []string
+		duration, warmup, cap   float64
+		every, headWait, budget float64
+	}{
+		{nil, def.Duration, def.Warmup, def.Cap, def.Every, def.HeadWait, float64(def.Budget)},
+		{[]string{"--config", smoke}, 7200, 1800, 3600, 300, 60, float64(def.Budget)},
+		{[]string{"--config", smoke, "--duration", "5000", "--budget", "3"}, 5000, 1800, 3600, 300, 60, 3},
+		{[]string{"--set", "defrag_online.every_s=120", "--warmup", "600"}, def.Duration, 600, def.Cap, 120, def.HeadWait, float64(def.Budget)},
+	} {
+		o, err := parse(c.args...)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if o.Duration != c.duration || o.Warmup != c.warmup || o.Cap != c.cap || o.Online.Every != c.every ||
+			o.Online.HeadWait != c.headWait || float64(o.Online.Budget) != c.budget || o.Online.Trigger != "queue" {
+			t.Errorf("%v: duration %v warmup %v cap %v, trigger %+v", c.args, o.Duration, o.Warmup, o.Cap, o.Online)
+		}
+	}
+	if _, err := parse("--set", "defrag_online.duration_s=-1"); err == nil || !strings.Contains(err.Error(), "defrag_online.duration_s") {
+		t.Errorf("a bad section key: %v", err)
+	}
+	o := onlineOptions("greedy")
+	o.Duration, o.Out = -1, &bytes.Buffer{}
+	if err := runDefragOnline(context.Background(), o); err == nil || !strings.Contains(err.Error(), "duration_s: must be > 0") {
+		t.Errorf("a bad --duration: %v", err)
 	}
 }

@@ -42,7 +42,7 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			"or registry references MODEL@VERSION|ALIAS. Traces: openb short names (default,\n" +
 			"gpushare40, ...) or CSV paths. Flags override the config's eval section.\n" +
 			"--timed jobs|fungible|tasks|defrag-online evaluates on timed workloads instead (docs/eval.md, \"Timed workloads\"):\n" +
-			"policies are then what `schedrl jobs --policy` takes (fungible: RULE/ORDER, queue policies, Gavel's LPs and\n" +
+			"policies are then what `schedrl jobs gavel|fungible --policy` takes (fungible: RULE/ORDER, queue policies, Gavel's LPs and\n" +
 			"multi-agent checkpoints ckpt:DIR or MODEL@ALIAS, #graph-free for their decoder without the coordination graph;\n" +
 			"tasks: placers; defrag-online: none, online\n" +
 			"defrag methods or defrag checkpoints on the defrag_online section's timelines), traces Gavel trace files\n" +

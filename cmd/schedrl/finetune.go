@@ -89,41 +89,8 @@ func runFinetune(ctx context.Context, opts *finetuneOptions) error {
 	if opts.JSON {
 		return json.NewEncoder(w).Encode(res)
 	}
-	if s, e := res.StartMAIFS, res.FinalMAIFS; s != nil {
-		fmt.Fprintf(w, "fine-tuned %s: held-out check (greedy, maifs.generate x maifs.val_seeds), avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h, "+
-			"after %d env steps (decision points; %.1f steps/s, %.0f s)\n", res.Dir, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan, res.EnvSteps, res.StepsPerSecond, res.Seconds)
-		if b := res.BestMAIFS; res.BestUpdate > 0 {
-			fmt.Fprintf(w, "best held-out check: avg JCT %.2f h, makespan %.1f h at update %d, in %s\n", b.AvgJCT, b.Makespan, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
-		}
-		return nil
-	}
-	if s, e := res.StartDRR, res.FinalDRR; s != nil && e != nil {
-		fmt.Fprintf(w, "fine-tuned %s: held-out timelines, fragmentation rate %.2f%% -> %.2f%%, GPU queueing delay %.1f -> %.1f s, "+
-			"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, s.MeanFragRatio, e.MeanFragRatio, s.MeanGPUDelay, e.MeanGPUDelay,
-			res.EnvSteps, res.StepsPerSecond, res.Seconds)
-		return nil
-	}
-	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
-		fmt.Fprintf(w, "fine-tuned %s: held-out timelines, whole-GPU queueing delay %.1f -> %.1f s, migrations %.1f -> %.1f, "+
-			"reward (queued GPU-hours avoided - downtime) %.2f -> %.2f, after %d env steps (%.0f steps/s, %.0f s)\n",
-			res.Dir, s.WholeGPUDelay, e.WholeGPUDelay, s.Migrations, e.Migrations, s.Reward, e.Reward,
-			res.EnvSteps, res.StepsPerSecond, res.Seconds)
-		return nil
-	}
-	if s, e := res.StartDefrag, res.FinalDefrag; s != nil {
-		fmt.Fprintf(w, "fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
-			"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)\n",
-			res.Dir, s.FragRatioBefore, s.FragRatioAfter, e.FragRatioAfter, s.PendingGPUs, e.PendingGPUs,
-			s.Migrations, e.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds)
-		return nil
-	}
-	d := res.FinalVsStart
-	fmt.Fprintf(w, "fine-tuned %s: held-out GPU allocation %.2f%% -> %.2f%% (%+.3f ± %.3f seed by seed over %d seeds: %s) "+
-		"after %d env steps (%.0f steps/s, %.0f s)\n", res.Dir, res.StartMean, res.FinalMean,
-		d.Diff.Mean, d.Diff.HalfWidth, d.Diff.N, d.Verdict(), res.EnvSteps, res.StepsPerSecond, res.Seconds)
-	if res.BestUpdate > 0 {
-		fmt.Fprintf(w, "best held-out evaluation: %.2f%% at update %d, in %s\n",
-			res.BestMean, res.BestUpdate, filepath.Join(res.Dir, finetune.BestDir))
+	for _, line := range res.Summary.Lines {
+		fmt.Fprintln(w, line)
 	}
 	return nil
 }

@@ -53,26 +53,26 @@ func TestHostileInputsAreRefusedBeforeWork(t *testing.T) {
 	if err := os.WriteFile(huge, []byte("seed: 1\n# "+strings.Repeat("x", 30<<20)+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	openb := []string{"jobs", "--trace", pods, "--nodes", nodes}
+	openb := []string{"jobs", "openb", "--trace", pods, "--nodes", nodes}
 	checkHostile(t, []hostileCase{
 		{1, []string{"sim", "--nodes", nodes, "--pods", pods, "--seeds", "18446744073709551615,0-9999"}, "lists more than 10000 seeds"},
-		{1, []string{"jobs", "--servers-gpus", "8", "--policy", "synergy-tune", "--generate", "jobs=1000000000,lam=1"}, "field jobs: 1000000000 jobs, at most 200000"},
-		{1, []string{"jobs", "--generate", "jobs=100,lam=1e300", "--cluster", "8:8:8"}, "field lam"},
+		{1, []string{"jobs", "fungible", "--policy", "synergy-tune", "--generate", "jobs=1000000000,lam=1"}, "field jobs: 1000000000 jobs, at most 200000"},
+		{1, []string{"jobs", "gavel", "--generate", "jobs=100,lam=1e300", "--cluster", "8:8:8"}, "field lam"},
 		{1, append(openb, "--load", "1", "--duration", "1e308"), "duration 1e+308 s: each at most 1e+09 s"},
 		{1, append(openb, "--load", "1", "--tasks", "2000000000"), "task count 2000000000, at most 2000000"},
-		{1, []string{"jobs", "--trace", "/dev/zero"}, "/dev/zero"},
+		{1, []string{"jobs", "gavel", "--trace", "/dev/zero"}, "/dev/zero"},
 		{1, []string{"sim", "--nodes", "/dev/zero", "--pods", pods}, "/dev/zero: not a text file"},
 		{1, []string{"config", "show", "--config", huge}, "huge.yaml: 30 MiB, over the limit (a config file may have at most 1 MiB)"},
-		{1, []string{"jobs", "--trace", gavel, "--cluster", "16:16:16", "--round", "1e-300"}, "round 1e-300 s: the 1454 jobs could need"},
-		{1, []string{"jobs", "--trace", farArrival, "--cluster", "1:1:1"}, "far.trace:2: arrival time 1e+300 s is beyond the limit"},
+		{1, []string{"jobs", "gavel", "--trace", gavel, "--cluster", "16:16:16", "--round", "1e-300"}, "round 1e-300 s: the 1454 jobs could need"},
+		{1, []string{"jobs", "gavel", "--trace", farArrival, "--cluster", "1:1:1"}, "far.trace:2: arrival time 1e+300 s is beyond the limit"},
 		{1, []string{"defrag", "online", "--pods", pods, "--load", "1", "--duration", "86400", "--every", "1e-9"}, "every_s: must be at least 0.001 s"},
 		{1, []string{"defrag", "online", "--pods", pods, "--load", "1", "--duration", "1e9", "--every", "1"}, "every: 1 s over duration 1e+09 s is 1e+09 trigger checks"},
 		{2, append(openb, "--load", "NaN", "--tasks", "10"), `invalid argument "NaN" for "--load" flag: want a finite number`},
 		{2, append(openb, "--warmup", "NaN"), `"--warmup" flag: want a finite number`},
 		{2, []string{"sim", "--nodes", nodes, "--pods", pods, "--tune", "+Inf"}, `"--tune" flag: want a finite number`},
-		{2, []string{"jobs", "--trace", gavel, "--round", "-Inf"}, `"--round" flag: want a finite number`},
+		{2, []string{"jobs", "gavel", "--trace", gavel, "--round", "-Inf"}, `"--round" flag: want a finite number`},
 		{2, []string{"defrag", "online", "--pods", pods, "--load", "1", "--duration", "3600", "--downtime-base", "Inf"}, `"--downtime-base" flag`},
-		{2, []string{"jobs", "--trace", infWeight, "--cluster", "1:1:1"}, "inf-weight.trace:1: priority weight \"+Inf\", want a finite number > 0"},
+		{2, []string{"jobs", "gavel", "--trace", infWeight, "--cluster", "1:1:1"}, "inf-weight.trace:1: priority weight \"+Inf\", want a finite number > 0"},
 		{2, []string{"config", "show", "--set", "sim.coverage=NaN"}, "sim.coverage (from flag --set sim.coverage=NaN): NaN is not a finite number"},
 	})
 }
@@ -154,8 +154,8 @@ func TestOutputRule(t *testing.T) {
 		{4, []string{"pretrain", "--data", dataset, "--out", report}, report + " is an eval report, and this command writes a checkpoint there"},
 		{4, append(sim, "--log-dir", dataset), dataset + " is a dataset, and this command writes a folder of logs there"},
 		{4, append(sim, "--log-dir", logs), "a set of an earlier run already exists (2 files"},
-		{4, []string{"jobs", "--trace", pods, "--series", filepath.Join(missing, "s.csv")}, "--series " + filepath.Join(missing, "s.csv") + ": folder " + missing + " does not exist"},
-		{4, []string{"jobs", "--trace", pods, "--log", filepath.Join(missing, "l.jsonl")}, "--log " + filepath.Join(missing, "l.jsonl") + ": folder " + missing + " does not exist"},
+		{4, []string{"jobs", "openb", "--trace", pods, "--series", filepath.Join(missing, "s.csv")}, "--series " + filepath.Join(missing, "s.csv") + ": folder " + missing + " does not exist"},
+		{4, []string{"jobs", "openb", "--trace", pods, "--log", filepath.Join(missing, "l.jsonl")}, "--log " + filepath.Join(missing, "l.jsonl") + ": folder " + missing + " does not exist"},
 		{4, []string{"maifs-bc", "--out", filepath.Join(missing, "bc")}, "folder " + missing + " does not exist"},
 		{4, []string{"defrag", "online", "--pods", pods, "--load", "1", "--duration", "3600", "--method", "make-room", "--demos", report}, report + " is an eval report"},
 		{4, []string{"defrag", "online", "--pods", pods, "--load", "1", "--duration", "3600", "--series", filepath.Join(missing, "s.csv")}, "folder " + missing + " does not exist"},

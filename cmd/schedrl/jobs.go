@@ -4,29 +4,65 @@ import (
 	"bufio"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
-	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/inputfile"
 	"github.com/schedrl/schedrl/jobs"
-	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
 
-// jobsOptions are the flags of `schedrl jobs`.
+// newJobsCmd is `schedrl jobs`: one subcommand per world of jobs in time, each with only the
+// flags that apply to it. The command alone still takes the flags of every world and picks
+// the world from them (the old spelling, runJobs), for one release, with a notice on stderr.
+func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runJobs
+	}
+	opts := &jobsOptions{}
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "Simulate jobs in time: openb tasks, Gavel's DL jobs on GPU types, or whole allocations on servers (fungible)",
+		Long: "One subcommand per world:\n" +
+			"  openb     openb tasks on an openb cluster: arrivals, a queue, placement, trace run times (docs/timed.md)\n" +
+			"  gavel     Gavel's DL jobs on GPU types in rounds with queue policies and preemption; --compat gavel is\n" +
+			"            Gavel's simulator (docs/jobs.md)\n" +
+			"  fungible  the same DL jobs as whole allocations (GPUs, CPUs, memory) on servers: Synergy's rules, Gavel's\n" +
+			"            LPs, multi-agent (MAIFS) checkpoints (docs/fungible.md, docs/maifs.md)\n" +
+			"The old spelling, schedrl jobs with the flags of every world (the world picked from them), still runs\n" +
+			"for one release and names on stderr the subcommand that replaces it.",
+		Example: "  schedrl jobs openb --trace data/openb/openb_pod_list_default.csv --load 1.0 --tasks 50000 --warmup 3600\n" +
+			"  schedrl jobs gavel --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json\n" +
+			"  schedrl jobs fungible --policy synergy-tune --generate jobs=1000,lam=1200,multigpu --seed 0",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Err, opts.Config = cmd.OutOrStdout(), cmd.ErrOrStderr(), cfg
+			return runF(cmd.Context(), opts)
+		},
+	}
+	cmd.AddCommand(newJobsOpenbCmd(nil), newJobsGavelCmd(nil), newJobsFungibleCmd(nil))
+	addLegacyJobsFlags(cmd.Flags(), opts)
+	return cmd
+}
+
+// jobsOptions are the flags of the old single `schedrl jobs`, every world's at once.
 type jobsOptions struct {
 	Out         io.Writer
+	Err         io.Writer // the notice naming the subcommand; nil: stderr
 	Trace       string
 	Cluster     string
 	ServersGPUs string
@@ -41,62 +77,21 @@ type jobsOptions struct {
 	Seed        uint64
 	Compat      string
 	JSON        bool
-	Config      config.Config // device and registry, for a multi-agent checkpoint policy
+	Config      config.Config // device and registry, for a checkpoint policy or placer
 }
 
-// jobsSummary is the --json object.
-type jobsSummary struct {
-	Trace       string             `json:"trace"`
-	Policy      string             `json:"policy"`
-	Compat      string             `json:"compat,omitempty"`
-	Cluster     string             `json:"cluster"`
-	Seed        uint64             `json:"seed"`
-	Window      [2]int             `json:"window"`
-	RoundS      float64            `json:"round_s"`
-	Jobs        int                `json:"jobs"`
-	AvgJCT      float64            `json:"avg_jct_s"`
-	Makespan    float64            `json:"makespan_s"`
-	WindowS     float64            `json:"window_s"`
-	Utilization float64            `json:"utilization"`
-	Rounds      int                `json:"rounds"`
-	RhoMean     float64            `json:"ftf_rho_mean"` // finish-time fairness: JCT / JCT alone on a 1/N share
-	RhoMax      float64            `json:"ftf_rho_max"`
-	RhoAboveOne float64            `json:"ftf_rho_above_one"` // share of the jobs with rho > 1
-	Dropped     []int              `json:"dropped,omitempty"`
-	Log         string             `json:"log,omitempty"`
-	WallSeconds float64            `json:"wall_seconds"`
-	JCT         map[string]float64 `json:"jct_s"`
+// fungibleOptions are the old command's flags that only the fungible world (and --generate)
+// reads.
+type fungibleOptions struct {
+	Generate string
+	Order    string
+	Profiles string
+	Mapping  string
+	Decode   string // a multi-agent policy's decoder (maifsDecodes)
 }
 
-func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
-	if runF == nil {
-		runF = runJobs
-	}
-	opts := &jobsOptions{}
-	cmd := &cobra.Command{
-		Use:   "jobs",
-		Short: "Simulate DL jobs in time: rounds, queue policies, preemption (Gavel's model, or Gavel's simulator with --compat gavel)",
-		Long: "Runs a Gavel job trace (10-field or the msr 7-field form) on a V100:P100:K80 cluster in rounds of\n" +
-			"--round seconds with a queue policy (" + strings.Join(jobs.Policies(), ", ") + ";\n" +
-			"Gavel's names are aliases) and prints JCT, makespan and utilization over the jobs of --window.\n" +
-			"--compat gavel reproduces Gavel's simulator, quirks included (fifo, max_min_fairness,\n" +
-			"max_min_fairness_perf). An openb pod CSV as --trace, or --nodes, runs the openb timed-task world.\n" +
-			"--servers-gpus N, a fungible rule (" + strings.Join(fungibleRules, ", ") + ") or max_min_fairness_packed runs\n" +
-			"the fungible world: servers with GPUs, CPUs and memory, whole allocations checked against capacity; Gavel's\n" +
-			"LPs (max_min_fairness, _perf, _packed) run there too, with fixed demands (docs/fungible.md).\n" +
-			"See docs/jobs.md.",
-		Example: "  schedrl jobs --trace data/gavel/reference/gen-8x3-lam3600-seed0.trace --cluster 8:8:8 --policy fifo --round 360 --window 0-300 --seed 0 --compat gavel --json",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfig(cmd)
-			if err != nil {
-				return err
-			}
-			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
-			return runF(cmd.Context(), opts)
-		},
-	}
-	f := cmd.Flags()
+// addLegacyJobsFlags adds the old command's flags, hidden: the help shows the subcommands.
+func addLegacyJobsFlags(f *pflag.FlagSet, opts *jobsOptions) {
 	f.StringVar(&opts.Trace, "trace", "", "job trace: a Gavel .trace file, or an openb pod list CSV")
 	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
 	f.StringVar(&opts.ServersGPUs, "servers-gpus", "", "GPUs per server per type, V100:P100:K80 (default one GPU per server); one number (8) runs the fungible world: servers of that many GPUs with 3 CPUs and 62.5 GB per GPU")
@@ -118,128 +113,109 @@ func newJobsCmd(runF func(context.Context, *jobsOptions) error) *cobra.Command {
 	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
 	f.StringVar(&opts.Fungible.Decode, "maifs-decode", "", "fungible world, multi-agent checkpoint policy: decoder, "+strings.Join(maifsDecodes, " or ")+" (the ablation without the coordination graph; default ordered)")
 	config.AddFlags(f, "")
-	addOpenbJobsFlags(f, &opts.Openb)
-	return cmd
+	opts.Openb = defaultOpenbJobsOptions()
+	addOpenbJobsFlags(f, &opts.Openb, "openb traces: ")
+	f.StringVar(&opts.Openb.Log, "log", "", "write the decision log here: version 2 for openb and Gavel traces, the fungible world's log of whole allocations with --servers-gpus N (docs/decision-log.md)")
+	markOutput(f, "log", fileOutput)
+	f.VisitAll(func(fl *pflag.Flag) { fl.Hidden = true })
 }
 
-// runJobs is the command without cobra.
+// runJobs is the old spelling without cobra: it picks the world from the options, says on
+// stderr which subcommand replaces it, and runs that world.
 func runJobs(ctx context.Context, opts *jobsOptions) error {
-	w := opts.Out
-	start := time.Now()
-	if isFungible(opts) {
-		return runJobsFungible(opts, w)
+	world, err := opts.world()
+	if err != nil {
+		return err
 	}
-	if (opts.Trace == "") == (opts.Fungible.Generate == "") {
-		return errors.New("jobs: --trace or --generate is required, one of them")
+	notice := cmp.Or[io.Writer](opts.Err, os.Stderr)
+	also := ""
+	if world == "openb" {
+		also = ", where --policy is --queue"
 	}
-	openb := false
-	if opts.Trace != "" {
-		var err error
-		if openb, err = isOpenbPods(opts.Trace); err != nil {
-			return fmt.Errorf("jobs: %w", err)
+	fmt.Fprintf(notice, "schedrl: notice: `schedrl jobs` with every world's flags goes after the next release; this run is `schedrl jobs %s`%s (see schedrl jobs %s --help)\n", world, also, world)
+	switch world {
+	case "fungible":
+		fo, err := opts.fungible()
+		if err != nil {
+			return err
 		}
-	}
-	if opts.Nodes != "" || openb {
-		return runJobsOpenb(ctx, opts, w)
-	}
-	if opts.Policy == "" {
-		opts.Policy = "fifo"
+		return runJobsFungible(ctx, fo)
+	case "openb":
+		return runOpenbJobs(ctx, opts.openb())
 	}
 	if opts.Load != 0 {
 		return errors.New("jobs: --load resamples openb pod lists; a Gavel trace keeps its arrivals")
 	}
-	cluster, err := jobs.ParseCluster(opts.Cluster, opts.ServersGPUs)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	window, err := parseWindow(opts.Window)
-	if err != nil {
-		return fmt.Errorf("jobs: --window: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(opts.Throughputs)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	var tr *jobs.Trace
-	if opts.Fungible.Generate != "" {
-		tr, err = generatedTrace(opts, table)
-	} else {
-		tr, err = jobs.ReadTrace(opts.Trace)
-	}
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	cfg := jobs.Config{Cluster: cluster, Policy: opts.Policy, Round: opts.Round, Window: window, Seed: opts.Seed, Compat: opts.Compat}
-	res, err := runJobsLogged(tr, table, cfg, opts)
-	if err != nil {
-		return fmt.Errorf("jobs: %w", err)
-	}
-	if window == [2]int{} {
-		window = [2]int{0, len(tr.Jobs)}
-	}
-	s := jobsSummary{Trace: tr.Path, Policy: opts.Policy, Compat: opts.Compat, Cluster: opts.Cluster, Seed: opts.Seed,
-		Window: window, RoundS: opts.Round, Jobs: res.Jobs, AvgJCT: res.AvgJCT, Makespan: res.Makespan, WindowS: res.WindowSpan,
-		Utilization: res.Utilization, Rounds: res.Rounds, RhoMean: res.RhoMean, RhoMax: res.RhoMax, RhoAboveOne: res.RhoAboveOne,
-		Dropped: res.Dropped, Log: opts.Openb.Log, WallSeconds: time.Since(start).Seconds(),
-		JCT: make(map[string]float64, len(res.JCT))}
-	for i, v := range res.JCT {
-		s.JCT[strconv.Itoa(i)] = v
-	}
-	if opts.JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", " ")
-		return enc.Encode(s)
-	}
-	mode := "schedrl rounds"
-	if opts.Compat != "" {
-		mode = "compat " + opts.Compat
-	}
-	fmt.Fprintf(w, "%s on %s (%s, round %g s): %d jobs, avg JCT %.0f s (%.2f h), makespan %.0f s, utilization %.3f, finish-time fairness rho mean %.2f max %.2f (%.0f%% above 1), %d rounds, %.2f s\n",
-		s.Policy, s.Cluster, mode, s.RoundS, s.Jobs, s.AvgJCT, s.AvgJCT/3600, s.Makespan, s.Utilization, s.RhoMean, s.RhoMax, 100*s.RhoAboveOne, s.Rounds, s.WallSeconds)
-	if len(s.Dropped) > 0 {
-		sort.Ints(s.Dropped)
-		fmt.Fprintf(w, "dropped after %d failed rounds (no JCT, as in Gavel): %v\n", 5, s.Dropped)
-	}
-	return nil
+	return runJobsGavel(ctx, opts.gavel())
 }
 
-// runJobsLogged runs the DL-job world, with its version-2 decision log (--log) written under
-// a temporary name and renamed into place only when the run succeeded.
-func runJobsLogged(tr *jobs.Trace, table *jobs.Throughputs, cfg jobs.Config, opts *jobsOptions) (jobs.Result, error) {
-	path := opts.Openb.Log
-	if path == "" {
-		return jobs.Run(tr, table, cfg)
+// world is the subcommand the old spelling's options amount to: fungible for its rules, LPs,
+// checkpoints or one server size; openb for an openb pod list or node list; gavel otherwise.
+func (opts *jobsOptions) world() (string, error) {
+	if isFungible(opts) {
+		return "fungible", nil
 	}
-	f, err := atomicfile.Create(path, 0o644)
-	if err != nil {
-		return jobs.Result{}, err
+	if (opts.Trace == "") == (opts.Fungible.Generate == "") {
+		return "", errors.New("jobs: --trace or --generate is required, one of them")
 	}
-	defer f.Abort()
-	meta := map[string]string{"protocol": "gavel-jobs", "trace": tr.Path, "policy": cfg.Policy, "compat": cfg.Compat,
-		"cluster": opts.Cluster, "round_s": fmtFloat(opts.Round), "seed": strconv.FormatUint(cfg.Seed, 10), "throughputs": opts.Throughputs}
-	if cfg.Window != [2]int{} {
-		meta["window"] = fmt.Sprintf("%d-%d", cfg.Window[0], cfg.Window[1])
+	if opts.Nodes != "" {
+		return "openb", nil
 	}
-	lw, err := sim.NewLogWriter(f, jobs.LogHeader(cfg.Cluster, meta))
-	if err != nil {
-		return jobs.Result{}, err
+	if opts.Trace != "" {
+		openb, err := isOpenbPods(opts.Trace)
+		if err != nil {
+			return "", fmt.Errorf("jobs: %w", err)
+		}
+		if openb {
+			return "openb", nil
+		}
 	}
-	cfg.Log = lw
-	res, err := jobs.Run(tr, table, cfg)
-	if err != nil {
-		return res, err
-	}
-	return res, f.Commit()
+	return "gavel", nil
 }
 
-// runJobsOpenb hands openb clusters and pod lists to the openb timed-task world: --policy then
-// names its queue discipline, and --nodes defaults to the openb GPU node list.
-func runJobsOpenb(ctx context.Context, opts *jobsOptions, w io.Writer) error {
+// openb is the old spelling as `jobs openb`: --policy names the queue discipline, and --nodes
+// defaults to the openb GPU node list.
+func (opts *jobsOptions) openb() *openbJobsOptions {
 	o := opts.Openb
-	o.Trace, o.Load, o.Seed, o.JSON, o.Config = opts.Trace, opts.Load, opts.Seed, opts.JSON, opts.Config
+	o.Out, o.Trace, o.Load, o.Seed, o.JSON, o.Config = opts.Out, opts.Trace, opts.Load, opts.Seed, opts.JSON, opts.Config
 	o.Nodes = cmp.Or(opts.Nodes, filepath.Join("data", "openb", "openb_node_list_gpu_node.csv"))
 	o.Queue = cmp.Or(opts.Policy, o.Queue)
-	return runOpenbJobs(ctx, o, w)
+	return &o
+}
+
+// gavel is the old spelling as `jobs gavel`.
+func (opts *jobsOptions) gavel() *jobsGavelOptions {
+	return &jobsGavelOptions{Out: opts.Out, Jobs: opts.jobSource(), Trace: opts.Trace, Cluster: opts.Cluster, ServersGPUs: opts.ServersGPUs,
+		Policy: cmp.Or(opts.Policy, "fifo"), Round: opts.Round, Window: opts.Window, Seed: opts.Seed, Compat: opts.Compat, JSON: opts.JSON,
+		Log: opts.Openb.Log}
+}
+
+// fungible is the old spelling as `jobs fungible`, refusing the flags of the other worlds.
+func (opts *jobsOptions) fungible() (*jobsFungibleOptions, error) {
+	switch {
+	case opts.Compat != "":
+		return nil, fmt.Errorf("jobs: --compat %s reproduces Gavel's GPU-type world; the fungible world (--servers-gpus N, --generate, %s) has no compat mode", opts.Compat, strings.Join(fungibleRules, ", "))
+	case opts.Window != "":
+		return nil, fmt.Errorf("jobs: --window counts a window in the GPU-type world; the fungible world counts every job")
+	case opts.Load != 0:
+		return nil, fmt.Errorf("jobs: --load resamples openb pod lists; the fungible world takes --generate or a Gavel trace")
+	}
+	serverGPUs := fungible.ServerGPUs
+	if opts.ServersGPUs != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
+		if err != nil {
+			return nil, fmt.Errorf("jobs: --servers-gpus %q: the fungible world takes one server size in GPUs, e.g. 8", opts.ServersGPUs)
+		}
+		serverGPUs = n
+	}
+	fo := opts.Fungible
+	return &jobsFungibleOptions{Out: opts.Out, Jobs: opts.jobSource(), Trace: opts.Trace, Cluster: opts.Cluster, ServerGPUs: serverGPUs,
+		Policy: opts.Policy, Order: fo.Order, Decode: fo.Decode, Round: opts.Round, Seed: opts.Seed, JSON: opts.JSON, Log: opts.Openb.Log,
+		Config: opts.Config}, nil
+}
+
+func (opts *jobsOptions) jobSource() jobSource {
+	return jobSource{Generate: opts.Fungible.Generate, Throughputs: opts.Throughputs, Profiles: opts.Fungible.Profiles, Mapping: opts.Fungible.Mapping}
 }
 
 // isOpenbPods tells an openb pod list (a CSV whose header names creation_time) from a Gavel trace.
@@ -255,18 +231,4 @@ func isOpenbPods(path string) (bool, error) {
 		return false, fmt.Errorf("%s: %w", path, err)
 	}
 	return strings.HasPrefix(line, "name,") && strings.Contains(line, "creation_time"), nil
-}
-
-// parseWindow reads S-E; "" is every job.
-func parseWindow(s string) ([2]int, error) {
-	if s == "" {
-		return [2]int{}, nil
-	}
-	a, b, ok := strings.Cut(s, "-")
-	start, err1 := strconv.Atoi(strings.TrimSpace(a))
-	end, err2 := strconv.Atoi(strings.TrimSpace(b))
-	if !ok || err1 != nil || err2 != nil || start < 0 || end <= start {
-		return [2]int{}, fmt.Errorf("%q: want S-E with 0 <= S < E, e.g. 0-300", s)
-	}
-	return [2]int{start, end}, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/fungible"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 )
 
@@ -19,13 +23,23 @@ import (
 // queue policies of jobs run the fixed-demand rule in their own order.
 var fungibleRules = []string{"synergy-tune", "tune-scale", "gandiva", "integrated-greedy"}
 
-// fungibleOptions are the flags only the fungible world reads.
-type fungibleOptions struct {
-	Generate string
-	Order    string
-	Profiles string
-	Mapping  string
-	Decode   string // a multi-agent policy's decoder (maifsDecodes)
+// jobsFungibleOptions is `schedrl jobs fungible`: DL jobs as whole allocations on servers
+// with GPUs, CPUs and memory.
+type jobsFungibleOptions struct {
+	Out   io.Writer
+	Jobs  jobSource
+	Trace string // a Gavel trace, or "" with Jobs.Generate
+	// Cluster is GPUs per type (V100:P100:K80) in servers of ServerGPUs GPUs.
+	Cluster    string
+	ServerGPUs int
+	// Policy is a fungible rule, a queue policy (the fixed rule in its order), one of Gavel's
+	// LPs, or a multi-agent checkpoint; Order is a rule's job order, Decode a checkpoint's decoder.
+	Policy, Order, Decode string
+	Round                 float64
+	Seed                  uint64
+	JSON                  bool
+	Log                   string        // the fungible decision log to write ("" none)
+	Config                config.Config // device and registry, for a multi-agent checkpoint policy
 }
 
 // fungibleSummary is the fungible world's --json object.
@@ -51,6 +65,51 @@ type fungibleSummary struct {
 	MAIFS *env.MAIFSStats `json:"maifs,omitempty"`
 }
 
+func newJobsFungibleCmd(runF func(context.Context, *jobsFungibleOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runJobsFungible
+	}
+	opts := &jobsFungibleOptions{}
+	cmd := &cobra.Command{
+		Use:   "fungible (--trace FILE | --generate SPEC)",
+		Short: "DL jobs as whole allocations on servers with GPUs, CPUs and memory: Synergy's rules, Gavel's LPs, MAIFS checkpoints",
+		Long: "Runs a Gavel job trace, or Gavel's generated job mix, on a V100:P100:K80 cluster in servers of --servers-gpus GPUs\n" +
+			"(3 CPUs and 62.5 GB per GPU) in rounds of --round seconds: each round --policy gives jobs whole allocations\n" +
+			"(GPU type and count, CPUs and memory, a co-located partner), checked against capacity, and the speed model\n" +
+			"(Gavel's throughputs x Synergy's CPU/memory sensitivity) sets their progress. Policies: the rules " + strings.Join(fungibleRules, ", ") + "\n" +
+			"in the job order of --order; the queue policies (fixed demands in their own order); Gavel's LPs\n" +
+			"max_min_fairness, max_min_fairness_perf and max_min_fairness_packed; a multi-agent (MAIFS) checkpoint,\n" +
+			"ckpt:DIR or MODEL@ALIAS (schedrl maifs-bc). See docs/fungible.md and docs/maifs.md.",
+		Example: "  schedrl jobs fungible --policy synergy-tune --generate jobs=1000,lam=1200,multigpu --seed 0\n" +
+			"  schedrl jobs fungible --policy maifs@champion --generate jobs=300,lam=1200,multigpu --seed 49 --json",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Trace, "trace", "", "Gavel job trace (.trace)")
+	addJobSourceFlags(f, &opts.Jobs, "")
+	f.StringVar(&opts.Cluster, "cluster", "36:36:36", "GPUs per type, V100:P100:K80")
+	intFlag(f, &opts.ServerGPUs, "servers-gpus", fungible.ServerGPUs, 1, "GPUs per server (each with 3 CPUs and 62.5 GB per GPU)")
+	f.StringVar(&opts.Policy, "policy", "fifo", "allocation policy: "+strings.Join(fungibleRules, ", ")+"; queue policies "+strings.Join(jobs.Policies(), ", ")+
+		" (fixed demands); max_min_fairness_packed; a multi-agent checkpoint, ckpt:DIR or MODEL@ALIAS")
+	f.StringVar(&opts.Order, "order", "", "job order of "+strings.Join(fungibleRules, ", ")+" and of a checkpoint's queue: fifo, sjf, srtf or tiresias-las (default fifo)")
+	f.StringVar(&opts.Decode, "maifs-decode", "", "multi-agent checkpoint policy: decoder, "+strings.Join(maifsDecodes, " or ")+" (the ablation without the coordination graph; default ordered)")
+	f.Float64Var(&opts.Round, "round", 360, "round length in seconds")
+	f.Uint64Var(&opts.Seed, "seed", 0, "seed of --generate's draw")
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	f.StringVar(&opts.Log, "log", "", "write the fungible world's decision log of whole allocations here (docs/decision-log.md)")
+	markOutput(f, "log", fileOutput)
+	config.AddFlags(f, "")
+	return cmd
+}
+
 // isFungible tells whether the options ask for the fungible world: a fungible rule,
 // max_min_fairness_packed (Gavel's LP over pairs exists only there), a multi-agent checkpoint,
 // or one server size for every type (--servers-gpus 8).
@@ -60,28 +119,29 @@ func isFungible(opts *jobsOptions) bool {
 		strings.ReplaceAll(opts.Policy, "-", "_") == "max_min_fairness_packed"
 }
 
-// runJobsFungible runs a Gavel trace or a generated workload on servers with GPUs, CPUs and memory,
-// a fungible rule, one of Gavel's LPs or a multi-agent checkpoint allocating each round
-// (fungible.Run).
-func runJobsFungible(opts *jobsOptions, w io.Writer) error {
+// runJobsFungible is `jobs fungible` without cobra: a Gavel trace or a generated workload on
+// servers with GPUs, CPUs and memory, a fungible rule, one of Gavel's LPs or a multi-agent
+// checkpoint allocating each round (fungible.Run).
+func runJobsFungible(_ context.Context, opts *jobsFungibleOptions) error {
+	w := opts.Out
 	start := time.Now()
-	if err := refuseInFungible(opts); err != nil {
-		return err
+	if (opts.Trace == "") == (opts.Jobs.Generate == "") {
+		return fmt.Errorf("jobs: the fungible world takes --trace or --generate, one of them")
 	}
-	cluster, serverGPUs, err := fungibleCluster(opts)
+	cluster, err := fungible.NewMixCluster(opts.Cluster, opts.ServerGPUs)
 	if err != nil {
-		return err
+		return fmt.Errorf("jobs: --cluster: %w", err)
 	}
 	policy := cmp.Or(opts.Policy, "fifo")
 	cfg, ruleName, orderName, err := fungibleDecider(opts, policy)
 	if err != nil {
 		return err
 	}
-	table, err := jobs.LoadThroughputs(opts.Throughputs)
+	table, err := jobs.LoadThroughputs(opts.Jobs.Throughputs)
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	m, err := speedModel(opts, table)
+	m, err := loadSpeedModel(table, opts.Jobs.Profiles, opts.Jobs.Mapping)
 	if err != nil {
 		return err
 	}
@@ -93,7 +153,7 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 	var mp *env.MAIFSPolicy
 	if isLearnedPolicy(policy) {
 		var cleanup func()
-		mp, cleanup, err = maifsPolicy(opts.Config, policy, cluster, m, opts.Fungible.Decode)
+		mp, cleanup, err = maifsPolicy(opts.Config, policy, cluster, m, opts.Decode)
 		defer cleanup()
 		if err != nil {
 			return err
@@ -101,7 +161,7 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		cfg.Policy, ruleName = mp, "maifs"
 	}
 	var rec *fungible.RoundLog
-	if opts.Openb.Log != "" {
+	if opts.Log != "" {
 		rec = fungible.Record(&cfg)
 	}
 	res, err := fungible.Run(cluster, m, work, cfg)
@@ -109,16 +169,16 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 		return fmt.Errorf("jobs: %s: %w", workload, err)
 	}
 	if rec != nil {
-		h := fungible.LogHeader{Cluster: opts.Cluster, ServerGPUs: serverGPUs, Servers: fungible.LogServers(cluster), RoundS: opts.Round,
+		h := fungible.LogHeader{Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs, Servers: fungible.LogServers(cluster), RoundS: opts.Round,
 			Rule: ruleName, Order: orderName, Workload: workload, Seed: opts.Seed, Jobs: fungible.LogJobs(work)}
 		if ruleName == "gavel-lp" { // the LP orders nothing: it is the deciding policy
 			h.Rule, h.Order = orderName, ""
 		}
-		if err := fungible.WriteLogFile(opts.Openb.Log, h, fungibleFiles(opts), rec.Rounds, res); err != nil {
+		if err := fungible.WriteLogFile(opts.Log, h, fungibleFiles(opts.Jobs), rec.Rounds, res); err != nil {
 			return fmt.Errorf("jobs: --log: %w", err)
 		}
 	}
-	s := fungibleSummary{Workload: workload, Policy: policy, Rule: ruleName, Order: orderName, Cluster: opts.Cluster, ServerGPUs: serverGPUs,
+	s := fungibleSummary{Workload: workload, Policy: policy, Rule: ruleName, Order: orderName, Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs,
 		Seed: opts.Seed, RoundS: opts.Round, Jobs: len(work), AvgJCT: res.AvgJCT, P95JCT: res.P95JCT, Makespan: res.Makespan,
 		Utilization: res.Utilization, Rounds: res.Rounds, WallSeconds: time.Since(start).Seconds(), JCT: res.JCT}
 	if mp != nil {
@@ -135,47 +195,14 @@ func runJobsFungible(opts *jobsOptions, w io.Writer) error {
 }
 
 // fungibleFiles are the data files a fungible run reads, for its log's header.
-func fungibleFiles(opts *jobsOptions) map[string]string {
-	return map[string]string{"throughputs": opts.Throughputs, "profiles": opts.Fungible.Profiles, "mapping": opts.Fungible.Mapping}
-}
-
-// refuseInFungible names the flags of the GPU-type and openb worlds the fungible world has no use for.
-func refuseInFungible(opts *jobsOptions) error {
-	switch {
-	case opts.Compat != "":
-		return fmt.Errorf("jobs: --compat %s reproduces Gavel's GPU-type world; the fungible world (--servers-gpus N, --generate, %s) has no compat mode", opts.Compat, strings.Join(fungibleRules, ", "))
-	case opts.Window != "":
-		return fmt.Errorf("jobs: --window counts a window in the GPU-type world; the fungible world counts every job")
-	case opts.Load != 0:
-		return fmt.Errorf("jobs: --load resamples openb pod lists; the fungible world takes --generate or a Gavel trace")
-	case (opts.Trace == "") == (opts.Fungible.Generate == ""):
-		return fmt.Errorf("jobs: the fungible world takes --trace or --generate, one of them")
-	}
-	return nil
-}
-
-// fungibleCluster is --cluster in servers of --servers-gpus GPUs (default fungible.ServerGPUs).
-func fungibleCluster(opts *jobsOptions) (fungible.Cluster, int, error) {
-	serverGPUs := fungible.ServerGPUs
-	if opts.ServersGPUs != "" {
-		n, err := strconv.Atoi(strings.TrimSpace(opts.ServersGPUs))
-		if err != nil {
-			return fungible.Cluster{}, 0, fmt.Errorf("jobs: --servers-gpus %q: the fungible world takes one server size in GPUs, e.g. 8", opts.ServersGPUs)
-		}
-		serverGPUs = n
-	}
-	cluster, err := fungible.NewMixCluster(opts.Cluster, serverGPUs)
-	if err != nil {
-		return fungible.Cluster{}, 0, fmt.Errorf("jobs: --cluster: %w", err)
-	}
-	return cluster, serverGPUs, nil
+func fungibleFiles(s jobSource) map[string]string {
+	return map[string]string{"throughputs": s.Throughputs, "profiles": s.Profiles, "mapping": s.Mapping}
 }
 
 // fungibleDecider sets the round's decision of --policy: one of Gavel's LPs, or a rule and its
 // job order (a queue policy is the fixed rule in its own order; a multi-agent checkpoint gets the
 // fixed rule's up-front check and --order, default fifo, sorts the queue it is handed).
-func fungibleDecider(opts *jobsOptions, policy string) (cfg fungible.RunConfig, ruleName, orderName string, err error) {
-	fo := opts.Fungible
+func fungibleDecider(fo *jobsFungibleOptions, policy string) (cfg fungible.RunConfig, ruleName, orderName string, err error) {
 	learned := isLearnedPolicy(policy)
 	ruleName, orderName = "fixed", policy
 	switch {
@@ -213,9 +240,9 @@ func fungibleDecider(opts *jobsOptions, policy string) (cfg fungible.RunConfig, 
 }
 
 // fungibleWork is the workload: --generate's jobs, or the Gavel trace of --trace.
-func fungibleWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
-	if opts.Fungible.Generate != "" {
-		return generateWork(opts, m)
+func fungibleWork(opts *jobsFungibleOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
+	if opts.Jobs.Generate != "" {
+		return generateWork(opts.Jobs.Generate, opts.Seed, m)
 	}
 	tr, err := jobs.ReadTrace(opts.Trace)
 	if err != nil {
@@ -224,37 +251,43 @@ func fungibleWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, str
 	return fungible.FromTrace(tr), opts.Trace, nil
 }
 
-// speedModel is Gavel's table with the Synergy profiles of --profiles through --synergy-map.
+// speedModel is Gavel's table with the Synergy profiles and mapping of opts.Fungible.
 func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel, error) {
-	m, err := fungible.LoadSpeedModel(table, opts.Fungible.Profiles, opts.Fungible.Mapping)
+	return loadSpeedModel(table, opts.Fungible.Profiles, opts.Fungible.Mapping)
+}
+
+// loadSpeedModel is Gavel's table with the Synergy profiles of profiles through the job-type
+// mapping of mapping.
+func loadSpeedModel(table *jobs.Throughputs, profiles, mapping string) (fungible.SpeedModel, error) {
+	m, err := fungible.LoadSpeedModel(table, profiles, mapping)
 	if err != nil {
 		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
 	}
 	return m, nil
 }
 
-// generateWork draws --generate's workload with --seed over the mapped job types (Gavel's 26) and
-// names it.
-func generateWork(opts *jobsOptions, m fungible.SpeedModel) ([]fungible.Job, string, error) {
-	cfg, err := fungible.ParseWorkloadSpec(opts.Fungible.Generate)
+// generateWork draws the workload of spec (--generate) with seed over the mapped job types
+// (Gavel's 26) and names it.
+func generateWork(spec string, seed uint64, m fungible.SpeedModel) ([]fungible.Job, string, error) {
+	cfg, err := fungible.ParseWorkloadSpec(spec)
 	if err != nil {
 		return nil, "", fmt.Errorf("jobs: --generate: %w", err)
 	}
-	cfg.Seed = opts.Seed
+	cfg.Seed = seed
 	work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), cfg)
 	if err != nil {
 		return nil, "", fmt.Errorf("jobs: --generate: %w", err)
 	}
-	return work, "generate:" + opts.Fungible.Generate, nil
+	return work, "generate:" + spec, nil
 }
 
 // generatedTrace is a generated workload as the GPU-type world's trace.
-func generatedTrace(opts *jobsOptions, table *jobs.Throughputs) (*jobs.Trace, error) {
-	m, err := speedModel(opts, table)
+func generatedTrace(s jobSource, seed uint64, table *jobs.Throughputs) (*jobs.Trace, error) {
+	m, err := loadSpeedModel(table, s.Profiles, s.Mapping)
 	if err != nil {
 		return nil, err
 	}
-	work, name, err := generateWork(opts, m)
+	work, name, err := generateWork(s.Generate, seed, m)
 	if err != nil {
 		return nil, err
 	}

@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/schedrl/schedrl/eval"
@@ -22,9 +24,10 @@ import (
 	"github.com/schedrl/schedrl/tasks"
 )
 
-// openbJobsOptions is `schedrl jobs` on an openb cluster: a node list and a pod list as the
-// trace, whose tasks run for their trace run time (deletion - scheduled).
+// openbJobsOptions is `schedrl jobs openb`: an openb cluster (a node list) and a pod list as
+// the trace, whose tasks run for their trace run time (deletion - scheduled).
 type openbJobsOptions struct {
+	Out          io.Writer
 	Nodes, Trace string
 	// Load is the offered load of the Poisson resampling (GPU-time demanded per second over
 	// the GPU capacity); 0 replays the trace's own creation times.
@@ -49,22 +52,63 @@ type openbJobsOptions struct {
 
 // defaultOpenbJobsOptions are the defaults the command's flags start from.
 func defaultOpenbJobsOptions() openbJobsOptions {
-	return openbJobsOptions{Policy: "fgd", Queue: "backfill", Cap: tasks.DefaultCap, Coverage: 0.95, SeriesStep: 60}
+	return openbJobsOptions{Nodes: filepath.Join("data", "openb", "openb_node_list_gpu_node.csv"), Policy: "fgd", Queue: "backfill",
+		Cap: tasks.DefaultCap, Coverage: 0.95, SeriesStep: 60}
 }
 
-// addOpenbJobsFlags adds the flags only the openb world reads; o starts from the defaults.
-func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions) {
-	*o = defaultOpenbJobsOptions()
-	f.StringVar(&o.Policy, "placer", o.Policy, "openb traces: the placer ("+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS)")
-	f.Float64Var(&o.Cap, "cap", o.Cap, "openb traces: cut run times to this many seconds (0: none; the trace's longest tasks run for months)")
-	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "openb traces: seconds from the start left out of the measures")
-	f.Float64Var(&o.Duration, "duration", o.Duration, "openb traces: seconds of Poisson arrivals (or --tasks)")
-	f.IntVar(&o.Count, "tasks", o.Count, "openb traces: number of Poisson arrivals (or --duration)")
-	f.StringVar(&o.Log, "log", "", "write the decision log here: version 2 for openb and Gavel traces, the fungible world's log of whole allocations with --servers-gpus N (docs/decision-log.md)")
-	f.StringVar(&o.Series, "series", "", "openb traces: write the allocation/queue time series CSV here")
-	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, "openb traces: seconds between time-series points")
-	markOutput(f, "log", fileOutput)
+func newJobsOpenbCmd(runF func(context.Context, *openbJobsOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runOpenbJobs
+	}
+	opts := defaultOpenbJobsOptions()
+	cmd := &cobra.Command{
+		Use:   "openb --trace PODS.csv",
+		Short: "openb tasks in time: arrivals (trace times or Poisson at --load), a queue, placement, run times, departures",
+		Long: "Runs an openb pod list on an openb cluster in time (engine's clock): tasks arrive at their trace times, or\n" +
+			"Poisson at offered load --load until --tasks or --duration, wait in the --queue discipline, are placed by\n" +
+			"--placer and run for their trace run time (cut at --cap). Prints completion time, queueing delay by kind and\n" +
+			"GPU allocation after --warmup. See docs/timed.md.",
+		Example: "  schedrl jobs openb --trace data/openb/openb_pod_list_default.csv --load 1.0 --tasks 50000 --warmup 3600",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if !cmd.Flags().Changed("nodes") {
+				opts.Nodes = config.RepoFile(opts.Nodes)
+			}
+			opts.Out, opts.Config = cmd.OutOrStdout(), cfg
+			return runF(cmd.Context(), &opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Trace, "trace", "", "openb pod list CSV (the tasks, their creation times and run times)")
+	f.StringVar(&opts.Nodes, "nodes", opts.Nodes, "openb node list CSV")
+	f.Float64Var(&opts.Load, "load", 0, "offered load for Poisson resampling (GPU-time demanded per second over capacity); 0 keeps the trace's timestamps")
+	f.Uint64Var(&opts.Seed, "seed", 0, "seed of the arrivals and the tie order")
+	f.StringVar(&opts.Queue, "queue", opts.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
+	addOpenbJobsFlags(f, &opts, "")
+	f.BoolVar(&opts.JSON, "json", false, "print a JSON object")
+	config.AddFlags(f, "")
+	return cmd
+}
+
+// addOpenbJobsFlags adds the flags of the openb world's placement, run times, measurement and
+// outputs; scope prefixes their help where other worlds share the command.
+func addOpenbJobsFlags(f *pflag.FlagSet, o *openbJobsOptions, scope string) {
+	f.StringVar(&o.Policy, "placer", o.Policy, scope+"the placer ("+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS)")
+	f.Float64Var(&o.Cap, "cap", o.Cap, scope+"cut run times to this many seconds (0: none; the trace's longest tasks run for months)")
+	f.Float64Var(&o.Warmup, "warmup", o.Warmup, scope+"seconds from the start left out of the measures")
+	f.Float64Var(&o.Duration, "duration", o.Duration, scope+"seconds of Poisson arrivals (or --tasks)")
+	f.IntVar(&o.Count, "tasks", o.Count, scope+"number of Poisson arrivals (or --duration)")
+	f.StringVar(&o.Series, "series", "", scope+"write the allocation/queue time series CSV here")
+	f.Float64Var(&o.SeriesStep, "series-step", o.SeriesStep, scope+"seconds between time-series points")
 	markOutput(f, "series", fileOutput)
+	if scope == "" {
+		f.StringVar(&o.Log, "log", "", "write the version-2 decision log here (docs/decision-log.md)")
+		markOutput(f, "log", fileOutput)
+	}
 }
 
 // openbJobsSummary is the printed result. jobs counts the measured tasks (arrived after the
@@ -103,9 +147,10 @@ type openbJobsSummary struct {
 	JCT          map[int]float64        `json:"jct_s"`
 }
 
-// runOpenbJobs loads the cluster and trace, builds the workload, runs it through the event
-// engine and prints the summary (JSON with o.JSON).
-func runOpenbJobs(ctx context.Context, o openbJobsOptions, stdout io.Writer) error {
+// runOpenbJobs is `jobs openb` without cobra: it loads the cluster and trace, builds the
+// workload, runs it through the event engine and prints the summary (JSON with o.JSON).
+func runOpenbJobs(ctx context.Context, o *openbJobsOptions) error {
+	stdout := o.Out
 	began := time.Now()
 	resolve, cleanup := openbPlacers(o.Config, slog.Default())
 	defer cleanup()
@@ -152,7 +197,7 @@ func runOpenbJobs(ctx context.Context, o openbJobsOptions, stdout io.Writer) err
 	if o.Log == "" {
 		res, err = tasks.Run(c, placer, queue, work.Arrivals, cfg, nil)
 	} else {
-		res, err = runLogged(c, placer, queue, work, cfg, o)
+		res, err = runLogged(c, placer, queue, work, cfg, *o)
 	}
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
@@ -170,7 +215,7 @@ func runOpenbJobs(ctx context.Context, o openbJobsOptions, stdout io.Writer) err
 			return fmt.Errorf("jobs: series: %w", err)
 		}
 	}
-	s := summariseOpenb(o, work, res)
+	s := summariseOpenb(*o, work, res)
 	s.WallSeconds = time.Since(began).Seconds()
 	if o.JSON {
 		enc := json.NewEncoder(stdout)

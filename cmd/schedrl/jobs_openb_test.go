@@ -21,7 +21,8 @@ func openbJobs(t *testing.T, o openbJobsOptions) map[string]any {
 	t.Helper()
 	o.JSON = true
 	var out bytes.Buffer
-	if err := runOpenbJobs(context.Background(), o, &out); err != nil {
+	o.Out = &out
+	if err := runOpenbJobs(context.Background(), &o); err != nil {
 		t.Fatal(err)
 	}
 	var m map[string]any
@@ -104,8 +105,8 @@ func TestOpenbJobsTraceTimestamps(t *testing.T) {
 		t.Fatalf("pending %v, arrived %v", m["trace_pending"], m["tasks_arrived"])
 	}
 	var text bytes.Buffer
-	o.JSON = false
-	if err := runOpenbJobs(context.Background(), o, &text); err != nil || !strings.Contains(text.String(), "run-time cap 14400 s (") {
+	o.JSON, o.Out = false, &text
+	if err := runOpenbJobs(context.Background(), &o); err != nil || !strings.Contains(text.String(), "run-time cap 14400 s (") {
 		t.Fatalf("%v\n%s", err, text.String())
 	}
 }
@@ -149,7 +150,8 @@ func TestOpenbJobsBadInput(t *testing.T) {
 			o.Log = filepath.Join(dir, tc.name+".jsonl")
 			tc.edit(&o)
 			var out bytes.Buffer
-			err := runOpenbJobs(context.Background(), o, &out)
+			o.Out = &out
+			err := runOpenbJobs(context.Background(), &o)
 			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
 				t.Fatalf("got %v, want an error matching %q", err, tc.want)
 			}
@@ -201,7 +203,8 @@ func TestOpenbPlacerCheckpoint(t *testing.T) {
 		t.Errorf("jobs with a checkpoint placer: %v", m)
 	}
 	o.Policy = "ckpt:" + filepath.Join(t.TempDir(), "none")
-	if err := runOpenbJobs(context.Background(), o, io.Discard); err == nil || !strings.Contains(err.Error(), "none") {
+	o.Out = io.Discard
+	if err := runOpenbJobs(context.Background(), &o); err == nil || !strings.Contains(err.Error(), "none") {
 		t.Errorf("a missing checkpoint: %v", err)
 	}
 }

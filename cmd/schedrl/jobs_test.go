@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -165,5 +166,62 @@ func TestRunJobsFailedRunLeavesNoLog(t *testing.T) {
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a failed run left %s (%v)", path, err)
+	}
+}
+
+// Each world's subcommand prints what the old spelling of the same run printed, and only the
+// old spelling says on stderr which subcommand replaces it.
+func TestJobsSubcommandsMatchTheOldSpelling(t *testing.T) {
+	t.Chdir(repotest.Root())
+	gavel := []string{"--trace", "data/gavel/reference/gen-8x3-lam3600-seed0.trace", "--cluster", "8:8:8", "--policy", "fifo",
+		"--round", "360", "--window", "0-300", "--seed", "0", "--compat", "gavel", "--json"}
+	fungible := []string{"--cluster", "8:8:8", "--policy", "synergy-tune", "--order", "srtf", "--generate", "jobs=30,lam=400,multigpu", "--seed", "3", "--json"}
+	openb := []string{"--trace", "data/openb/openb_pod_list_default.csv", "--load", "0.8", "--tasks", "2000", "--seed", "3", "--json"}
+	run := func(args []string) (stdout, stderr string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		root := newRootCmd()
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		if code := execute(root, args, &errb); code != 0 {
+			t.Fatalf("schedrl %s: exit %d\n%s", strings.Join(args, " "), code, errb.String())
+		}
+		return regexp.MustCompile(`"wall_seconds": [0-9.e-]+`).ReplaceAllString(out.String(), ""), errb.String()
+	}
+	for _, c := range []struct {
+		world    string
+		old, new []string
+	}{
+		{"gavel", gavel, gavel},
+		{"fungible", append([]string{"--servers-gpus", "8"}, fungible...), fungible},
+		{"openb", append(openb, "--policy", "fifo"), append(openb, "--queue", "fifo")},
+	} {
+		oldOut, oldErr := run(append([]string{"jobs"}, c.old...))
+		newOut, newErr := run(append([]string{"jobs", c.world}, c.new...))
+		if oldOut != newOut || !strings.Contains(oldOut, `"jct_s"`) {
+			t.Errorf("%s: the subcommand printed\n%.300s\nthe old spelling\n%.300s", c.world, newOut, oldOut)
+		}
+		if !strings.Contains(oldErr, "this run is `schedrl jobs "+c.world+"`") || newErr != "" {
+			t.Errorf("%s: old spelling's stderr %q, the subcommand's %q", c.world, oldErr, newErr)
+		}
+	}
+}
+
+// A subcommand has only its world's flags: another world's is refused, not ignored.
+func TestJobsSubcommandsRefuseOtherWorldsFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"jobs", "gavel", "--trace", "x.trace", "--order", "srtf"},
+		{"jobs", "gavel", "--trace", "x.trace", "--placer", "fgd"},
+		{"jobs", "fungible", "--generate", "jobs=5,lam=60", "--compat", "gavel"},
+		{"jobs", "fungible", "--generate", "jobs=5,lam=60", "--window", "0-5"},
+		{"jobs", "openb", "--trace", "x.csv", "--policy", "fifo"},
+		{"jobs", "openb", "--trace", "x.csv", "--round", "360"},
+	} {
+		var errb bytes.Buffer
+		root := newRootCmd()
+		root.SetOut(io.Discard)
+		if code := execute(root, args, &errb); code == 0 || !strings.Contains(errb.String(), "unknown flag: "+args[4]) {
+			t.Errorf("schedrl %s: exit %d, %q", strings.Join(args, " "), code, errb.String())
+		}
 	}
 }

@@ -77,7 +77,7 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 			"baseline near saturation) on generated workloads, one per --generate entry and seed, keeps its\n" +
 			"decision points as multi-agent samples (env maifs), and trains the attention network on them\n" +
 			"(candidate cross-entropy plus the Plackett-Luce likelihood of the expert's order). The\n" +
-			"checkpoint runs with `schedrl jobs --servers-gpus 8 --policy ckpt:DIR`. See docs/maifs.md.",
+			"checkpoint runs with `schedrl jobs fungible --policy ckpt:DIR`. See docs/maifs.md.",
 		Example: "  schedrl maifs-bc --generate jobs=200,lam=1200,multigpu --seeds 1000-1007 --val-seeds 900-901 --out runs/maifs/bc",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -110,12 +110,12 @@ func newMAIFSCmd(runF func(context.Context, *maifsOptions) error) *cobra.Command
 	f.BoolVar(&opts.Env.FixedDemand, "fixed-demand", false, "ablation: only the requested GPU count at the fair share (default: maifs.fixed_demand)")
 	f.BoolVar(&opts.NoAttention, "no-agent-attention", false, "ablation: no attention across agents")
 	f.IntVar(&opts.Hidden, "hidden", 64, "embedding width")
-	f.IntVar(&opts.Heads, "heads", 4, "attention heads")
+	f.IntVar(&opts.Heads, "heads", pretrain.MAIFSHeads, "attention heads")
 	f.IntVar(&opts.HeadHidden, "head-hidden", 64, "actor head width")
 	f.IntVar(&opts.Epochs, "epochs", 10, "epochs")
 	f.IntVar(&opts.Batch, "batch", 8, "decision points per batch")
 	f.Float64Var(&opts.LR, "lr", 1e-3, "Adam learning rate")
-	f.Float64Var(&opts.OrderWeight, "order-weight", 1, "weight of the order loss")
+	f.Float64Var(&opts.OrderWeight, "order-weight", pretrain.MAIFSOrderWeight, "weight of the order loss")
 	f.Float64Var(&opts.Smoothing, "label-smoothing", 0, "share of each agent's target spread over the candidates open at its turn (default: maifs.label_smoothing)")
 	f.Int64Var(&opts.Seed, "seed", 1, "network initialisation and batch order seed")
 	f.StringVar(&opts.Dir, "out", "", "checkpoint directory (required)")
@@ -146,7 +146,7 @@ func (o *maifsOptions) fromConfig(m *config.MAIFSConfig, f *pflag.FlagSet) error
 	o.Cluster, o.ServerGPUs, o.Generate, o.Seeds, o.ValSeeds = m.Cluster, m.ServerGPUs, m.Generate, m.Seeds, m.ValSeeds
 	o.Expert, o.Order, o.Every, o.Smoothing = m.Expert, m.Order, m.Every, m.LabelSmoothing
 	o.Throughputs, o.Profiles, o.Mapping = m.Throughputs, m.Profiles, m.Mapping
-	o.Env = env.MAIFSOptions{Window: m.Window, WindowOrder: m.WindowOrder, Partners: m.Partners, FixedDemand: m.FixedDemand, MakespanWeight: m.MakespanWeight}
+	o.Env = datasets.MAIFSOptionsOf(*m)
 	return nil
 }
 
@@ -214,19 +214,12 @@ func runMAIFS(ctx context.Context, opts *maifsOptions) error {
 	if err != nil {
 		return fmt.Errorf("maifs-bc: --val-seeds: %w", err)
 	}
-	cluster, err := fungible.NewMixCluster(opts.Cluster, opts.ServerGPUs)
-	if err != nil {
-		return fmt.Errorf("maifs-bc: --cluster: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(opts.Throughputs)
-	if err != nil {
-		return fmt.Errorf("maifs-bc: %w", err)
-	}
-	m, err := speedModel(&jobsOptions{Fungible: fungibleOptions{Profiles: opts.Profiles, Mapping: opts.Mapping}}, table)
+	world, err := fungible.LoadWorld(fungible.WorldSpec{Cluster: opts.Cluster, ServerGPUs: opts.ServerGPUs,
+		Throughputs: opts.Throughputs, Profiles: opts.Profiles, Mapping: opts.Mapping}, "maifs-bc: maifs.")
 	if err != nil {
 		return err
 	}
-	e, err := env.NewMAIFS(cluster, m, opts.Env)
+	e, err := env.NewMAIFS(world.Cluster, world.Model, opts.Env)
 	if err != nil {
 		return fmt.Errorf("maifs-bc: %w", err)
 	}

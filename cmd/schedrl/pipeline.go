@@ -180,27 +180,19 @@ func isTerminal(f *os.File) bool {
 // pretrainStage runs behaviour cloning for the pipeline; pretrain resumes from the state in
 // its output directory by itself.
 func pretrainStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pipeline.Result, error) {
-	if cfg.Datasets.Env == maifsEnv {
-		return pretrainMAIFS(ctx, cfg, env)
-	}
 	rev, err := pipeline.CodeRevision()
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	o := pretrain.Options{Pretrain: cfg.Pretrain, Network: cfg.Network, Device: cfg.Device,
-		Seed: cfg.Seed, CodeRevision: rev, Log: env.Log}
+	o := pretrain.CloneOptions{CodeRevision: rev, Log: env.Log}
 	if env.Terminal {
 		o.Bar = os.Stderr
 	}
-	res, err := pretrain.Run(ctx, o)
+	sum, err := pretrain.Clone(ctx, cfg, o)
 	if err != nil {
 		return pipeline.Result{}, err
 	}
-	return pipeline.Result{
-		Metric: &pipeline.Metric{Name: "val_agreement", Value: res.Best.ValAgreement},
-		Note: fmt.Sprintf("%d epochs, %d steps, best epoch %d (exact %.3f), %s",
-			res.Epochs, res.Steps, res.Best.Epoch, res.Best.ValExact, res.StopReason),
-	}, nil
+	return pipeline.Result{Metric: &pipeline.Metric{Name: sum.Metric, Value: sum.Value}, Note: sum.Note}, nil
 }
 
 // finetuneStage runs PPO for the pipeline; finetune resumes from the newest checkpoint in
@@ -217,23 +209,6 @@ func finetuneStage(ctx context.Context, cfg config.Config, env pipeline.Env) (pi
 	if !res.Complete {
 		return pipeline.Result{}, fmt.Errorf("stopped after %d updates, before its budget", res.Updates)
 	}
-	if s, e := res.StartMAIFS, res.FinalMAIFS; s != nil && e != nil {
-		return pipeline.Result{
-			Metric: &pipeline.Metric{Name: "heldout_avg_jct_h", Value: e.AvgJCT},
-			Note: fmt.Sprintf("%d env steps, %.1f steps/s, held-out avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h",
-				res.EnvSteps, res.StepsPerSecond, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan),
-		}, nil
-	}
-	if s, e := res.StartDefrag, res.FinalDefrag; s != nil && s.Online {
-		return pipeline.Result{
-			Metric: &pipeline.Metric{Name: "heldout_whole_gpu_queue_delay_mean_s", Value: e.WholeGPUDelay},
-			Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out whole-GPU delay %.1f -> %.1f s, migrations %.1f -> %.1f",
-				res.EnvSteps, res.StepsPerSecond, s.WholeGPUDelay, e.WholeGPUDelay, s.Migrations, e.Migrations),
-		}, nil
-	}
-	return pipeline.Result{
-		Metric: &pipeline.Metric{Name: "heldout_alloc_gpu_pct", Value: res.FinalMean},
-		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out %.2f -> %.2f",
-			res.EnvSteps, res.StepsPerSecond, res.StartMean, res.FinalMean),
-	}, nil
+	sum := res.Summary
+	return pipeline.Result{Metric: &pipeline.Metric{Name: sum.Metric, Value: sum.Value}, Note: sum.Note}, nil
 }

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/schedrl/schedrl/defrag"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 	"github.com/schedrl/schedrl/tasks"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/schedrl/schedrl/env"
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 )
 
 // smallTimeline is 2 h of the default trace at load 1.1 on the first 120 openb nodes: a queue

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/schedrl/schedrl/internal/simtest"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
+	"github.com/schedrl/schedrl/sim/simtest"
 	"github.com/schedrl/schedrl/tasks"
 )
 

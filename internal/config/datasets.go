@@ -34,7 +34,8 @@ type DatasetsConfig struct {
 	Gamma float64 `mapstructure:"gamma" yaml:"gamma"`
 }
 
-// DatasetEnvs are the environments a dataset can be built for.
+// DatasetEnvs are the environments a dataset can be built for; family.Register adds a family
+// with a dataset builder beyond these.
 var DatasetEnvs = []string{"placement", "defrag", "maifs"}
 
 // SetDefaults fills the built-in defaults.

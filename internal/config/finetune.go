@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -140,6 +141,10 @@ func (c *FinetuneConfig) SetDefaults() {
 	}
 }
 
+// FinetuneEnvs are the families a fine-tune can train; family.Register adds a family the
+// binary links beyond these.
+var FinetuneEnvs = []string{"placement", "defrag", "defrag-online", "maifs", "drr"}
+
 // Validate checks every field's range; whether files exist is checked when training starts.
 func (c FinetuneConfig) Validate() error {
 	unit := func(x float64) bool { return x >= 0 && x <= 1 }
@@ -148,8 +153,8 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("from: name a checkpoint directory or none")
 	case c.Out == "":
 		return fmt.Errorf("out: must name a directory")
-	case c.Env != "placement" && c.Env != "defrag" && c.Env != "defrag-online" && c.Env != "maifs" && c.Env != "drr":
-		return fmt.Errorf("env: must be placement, defrag, defrag-online, maifs or drr, got %q", c.Env)
+	case !slices.Contains(FinetuneEnvs, c.Env):
+		return fmt.Errorf("env: must be %s or %s, got %q", strings.Join(FinetuneEnvs[:len(FinetuneEnvs)-1], ", "), FinetuneEnvs[len(FinetuneEnvs)-1], c.Env)
 	case c.Nodes == "":
 		return fmt.Errorf("nodes: must name a node list CSV")
 	case len(c.Traces) == 0:

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
@@ -29,11 +30,15 @@ type evalStage struct {
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
 	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
+	// full and evaluate are the config and its family's Evaluate, for a family whose world eval
+	// does not run (nil: eval runs it).
+	full     config.Config
+	evaluate func(context.Context, config.Config, *slog.Logger) error
 }
 
 type evalKey struct {
 	Eval     config.EvalConfig `json:"eval"`
-	Online   any               `json:"online,omitempty"` // defrag_online, for the defrag-online kind
+	Online   any               `json:"online,omitempty"` // the family's eval section, for a family's kind
 	Champion string            `json:"champion"`
 	Files    []logFile         `json:"files"`
 }
@@ -88,11 +93,13 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag, fungible: d.ResolveFungible,
 		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
-	if cfg.Eval.Timed.Kind == online.EnvName {
-		if err := eval.CheckDefragOnline(cfg.Eval, &cfg.DefragOnline); err != nil {
-			return nil, fmt.Errorf("eval config: %w", err)
+	if f, ok := family.Get(cfg.Eval.Timed.Kind); ok && f.EvalSection != nil {
+		if s.key.Online, err = f.EvalSection(cfg); err != nil {
+			return nil, err
 		}
-		s.key.Online = cfg.DefragOnline
+	}
+	if f, ok := family.Get(cfg.Finetune.Env); ok && f.Evaluate != nil {
+		s.full, s.evaluate = cfg, f.Evaluate
 	}
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
@@ -119,7 +126,11 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
 		Force: true, Log: env.Log, Progress: env.Terminal}
 	var err error
-	if ec.Timed.Kind != "" {
+	if s.evaluate != nil {
+		full := s.full
+		full.Eval = ec
+		err = s.evaluate(ctx, full, env.Log)
+	} else if ec.Timed.Kind != "" {
 		_, err = eval.RunTimed(ctx, ec, opts)
 	} else {
 		_, err = eval.Run(ctx, ec, opts)

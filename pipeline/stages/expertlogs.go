@@ -9,14 +9,21 @@ import (
 	"strings"
 
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
 
+// The placement family: the sim section's expert places arrival workloads, and behaviour
+// cloning and PPO learn from its decisions (the episodes read no section beside finetune's).
 func init() {
-	registerExpertLogs(env.PlacementName, func(cfg config.Config) (pipeline.Stage, error) { return newExpertLogs(cfg) })
+	family.Register(family.Family{
+		Name:       env.PlacementName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newExpertLogs(cfg) },
+		Dataset:    entityDataset(nil),
+	})
 }
 
 // expertLogs is the placement logs stage that makes "historical" scheduler logs: the sim

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
@@ -27,15 +28,6 @@ type logFile struct {
 	SHA256 string `json:"sha256"`
 }
 
-// expertLogMakers make the logs stage when datasets.logs names no logs: an expert's decisions
-// on training workloads, for the environment the pipeline trains (finetune.env). Each
-// environment's file registers its maker.
-var expertLogMakers = map[string]func(config.Config) (pipeline.Stage, error){}
-
-func registerExpertLogs(envName string, make func(config.Config) (pipeline.Stage, error)) {
-	expertLogMakers[envName] = make
-}
-
 func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if src := cfg.Pipeline.Logs.Source; src != "" {
 		if strings.HasPrefix(src, "s3://") && cfg.Datasets.Logs == "" {
@@ -46,12 +38,13 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 	if cfg.Datasets.Logs != "" {
 		return newGivenLogs(cfg.Datasets.Logs)
 	}
-	make, ok := expertLogMakers[cfg.Finetune.Env]
-	if !ok {
+	// Expert logs for the family the pipeline trains (finetune.env).
+	f, ok := family.Get(cfg.Finetune.Env)
+	if !ok || f.ExpertLogs == nil {
 		return nil, fmt.Errorf("finetune.env: %q: the logs stage makes expert logs for %v only; set datasets.logs to existing decision logs",
-			cfg.Finetune.Env, sortedKeys(expertLogMakers))
+			cfg.Finetune.Env, family.Names(func(f family.Family) bool { return f.ExpertLogs != nil }))
 	}
-	return make(cfg)
+	return f.ExpertLogs(cfg)
 }
 
 // newSourceLogs is the logs stage of pipeline.logs.source: every decision log (*.jsonl) of a

@@ -8,13 +8,27 @@ import (
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/sim"
 )
 
+// The defrag-online family: an online method's invocations are its expert logs, cloned as a
+// defrag dataset (datasets.env: defrag); its episodes read the defrag and defrag_online
+// sections, and it is also an eval.timed.kind, whose timelines are the defrag_online section.
 func init() {
-	registerExpertLogs(online.EnvName, func(cfg config.Config) (pipeline.Stage, error) { return newOnlineDemos(cfg) })
+	family.Register(family.Family{
+		Name:       online.EnvName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newOnlineDemos(cfg) },
+		Sections:   func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
+		EvalSection: func(c config.Config) (any, error) {
+			if err := eval.CheckDefragOnline(c.Eval, &c.DefragOnline); err != nil {
+				return nil, fmt.Errorf("eval config: %w", err)
+			}
+			return c.DefragOnline, nil
+		},
+	})
 }
 
 // onlineDemos is the defrag-online logs stage: defrag_online.expert defragments the timeline

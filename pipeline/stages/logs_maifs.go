@@ -4,19 +4,69 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/schedrl/schedrl/datasets"
 	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
+// The maifs family: the expert's fungible decision logs, rebuilt as multi-agent decision
+// points on the maifs section's tables (which cloning reads too); its episodes read the maifs
+// section.
 func init() {
-	registerExpertLogs(env.MAIFSName, func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) })
+	family.Register(family.Family{
+		Name:       env.MAIFSName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) },
+		Dataset:    &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
+		PretrainFiles: func(c config.Config) map[string]string {
+			m := c.MAIFS
+			return map[string]string{"maifs throughputs": m.Throughputs, "maifs profiles": m.Profiles, "maifs mapping": m.Mapping}
+		},
+		Sections: func(c config.Config) any { return c.MAIFS },
+	})
+}
+
+// maifsDatasetKey is what a maifs dataset reads of the maifs section: the environment, the
+// validation seeds and every (the tables' content is in the logs' headers, checked by the
+// build).
+func maifsDatasetKey(cfg config.Config) (any, error) {
+	if err := cfg.MAIFS.Validate(); err != nil {
+		return nil, fmt.Errorf("maifs.%w", err)
+	}
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, "", "", false)
+	if err != nil {
+		return nil, err
+	}
+	o.Throughputs, o.Profiles, o.Mapping = "", "", ""
+	return &o, nil
+}
+
+// buildMAIFSDataset rebuilds the fungible world's logs as multi-agent decision points:
+// validation is the logs of maifs.val_seeds, every maifs.every-th round is kept.
+func buildMAIFSDataset(_ context.Context, cfg config.Config, log *slog.Logger) (pipeline.Result, error) {
+	if err := cfg.MAIFS.Validate(); err != nil {
+		return pipeline.Result{}, fmt.Errorf("maifs.%w", err)
+	}
+	c := cfg.Datasets
+	o, err := datasets.MAIFSBuildOf(cfg.MAIFS, c.Logs, c.Out, c.Force)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	m, stats, err := datasets.BuildMAIFS(o)
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	log.Info("dataset built", "out", c.Out, "env", env.MAIFSName, "logs", stats.Logs, "decision_points", stats.Points, "rows", stats.Rows,
+		"train_points", m.Splits[datasets.SplitTrain].Points, "val_points", m.Splits[datasets.SplitVal].Points)
+	return pipeline.Result{Metric: &pipeline.Metric{Name: "decision_points", Value: float64(stats.Points)}}, nil
 }
 
 // maifsLogs is the maifs logs stage: maifs.expert in maifs.order runs every maifs.generate
@@ -105,18 +155,11 @@ func (s *maifsLogs) Inputs() []string { return nil }
 func (s *maifsLogs) Config() any      { return s.key }
 
 func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, error) {
-	table, err := jobs.LoadThroughputs(s.sec.Throughputs)
+	w, err := fungible.LoadWorld(datasets.MAIFSWorld(s.sec), "maifs.")
 	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs.throughputs: %w", err)
+		return pipeline.Result{}, err
 	}
-	m, err := fungible.LoadSpeedModel(table, s.sec.Profiles, s.sec.Mapping)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs: %w", err)
-	}
-	cluster, err := fungible.NewMixCluster(s.sec.Cluster, s.sec.ServerGPUs)
-	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("maifs.cluster: %w", err)
-	}
+	cluster, m := w.Cluster, w.Model
 	files := map[string]string{"throughputs": s.sec.Throughputs, "profiles": s.sec.Profiles, "mapping": s.sec.Mapping}
 	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
 	order, _ := jobs.NewPolicy(s.sec.Order)

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
@@ -33,20 +34,11 @@ type trainStage struct {
 // the content of the reference files it reads.
 type trainKey struct {
 	Section any                  `json:"section"`
-	Env     any                  `json:"env,omitempty"` // the environment's own section (envSections)
+	Env     any                  `json:"env,omitempty"` // the family's own sections (family.Family.Sections)
 	Network config.NetworkConfig `json:"network"`
 	Seed    int64                `json:"seed"`
 	Device  string               `json:"device"`
 	Files   []logFile            `json:"files,omitempty"`
-}
-
-// envSections are the config sections an environment's episodes read beside finetune's,
-// by finetune.env (placement reads none): they enter the fine-tune's key. A new environment
-// adds its line.
-var envSections = map[string]func(config.Config) any{
-	"defrag":        func(c config.Config) any { return c.Defrag },
-	"defrag-online": func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
-	"maifs":         func(c config.Config) any { return c.MAIFS },
 }
 
 func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
@@ -60,9 +52,8 @@ func newPretrain(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 		files["val_dataset"] = filepath.Join(sec.ValDataset, "manifest.json")
 		sec.ValDataset = ""
 	}
-	if cfg.Datasets.Env == env.MAIFSName { // cloning rebuilds the decision points on these tables
-		m := cfg.MAIFS
-		files["maifs throughputs"], files["maifs profiles"], files["maifs mapping"] = m.Throughputs, m.Profiles, m.Mapping
+	if f, ok := family.Get(cfg.Datasets.Env); ok && f.PretrainFiles != nil {
+		maps.Copy(files, f.PretrainFiles(cfg))
 	}
 	hashes, err := hashFiles("pretrain", files)
 	if err != nil {
@@ -91,8 +82,8 @@ func newFinetune(cfg config.Config, run TrainFunc) (pipeline.Stage, error) {
 	}
 	sec.From, sec.Out, sec.Workers, sec.Nodes, sec.TracesDir = "", "", 0, "", ""
 	key := trainKey{Section: sec, Network: cfg.Network, Seed: cfg.Seed, Device: cfg.Device.Name, Files: hashes}
-	if f := envSections[sec.Env]; f != nil {
-		key.Env = f(cfg)
+	if f, ok := family.Get(sec.Env); ok && f.Sections != nil {
+		key.Env = f.Sections(cfg)
 	}
 	return &trainStage{name: "finetune", input: "pretrain", cfg: cfg, run: run, key: key}, nil
 }
