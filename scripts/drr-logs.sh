@@ -27,7 +27,7 @@ PY
 done
 for p in $pods; do for l in $loads; do for s in $seeds; do
   f="$out/$p-load$l-seed$s.jsonl"
-  [ -s "$f" ] || nice -n 10 "$bin" jobs --trace "data/openb/openb_pod_list_$p.csv" --nodes "$out/nodes/nodes-$s.csv" \
+  [ -s "$f" ] || nice -n 10 "$bin" jobs openb --trace "data/openb/openb_pod_list_$p.csv" --nodes "$out/nodes/nodes-$s.csv" \
     --load "$l" --seed "$s" --duration 28800 --warmup 14400 --placer fgd --log "$f" --json > /dev/null
 done; done; done
 ls "$out"/*.jsonl | wc -l
