@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The DRR acceptance table (docs/drr.md, docs/results/2026-12-06-drr-agent.md): on 64-node seeded
 # sub-clusters under DRR's periodic trigger and budget, held-out seeds 101-110, loads 0.7, 0.9
-# and 1.0, pod lists default and gpushare40: FGD without rescheduling, every baseline method,
+# and 1.0, pod lists default, gpushare40 and gpushare80: FGD without rescheduling, every baseline method,
 # the zero-cost repack oracle (scripts/drr-headroom-table.sh's runs), and the DRR agents run by
 # `defrag online --model` (their placement checkpoint places, greedy reschedules): each MODELS
 # entry LABEL=CHECKPOINT; the runs land as PODS_LOAD_SEED_LABEL_drr.json. Runs already in
@@ -10,7 +10,7 @@
 set -euo pipefail
 bin=${1:-bin/schedrl}
 out=${2:-runs/drr-agent}
-export PODS=${PODS:-"default gpushare40"} LOADS=${LOADS:-"0.7 0.9 1.0"} SEEDS=${SEEDS:-"101 102 103 104 105 106 107 108 109 110"}
+export PODS=${PODS:-"default gpushare40 gpushare80"} LOADS=${LOADS:-"0.7 0.9 1.0"} SEEDS=${SEEDS:-"101 102 103 104 105 106 107 108 109 110"}
 models=${MODELS:-"bc=runs/drr/bc ppo=runs/drr/ppo"}
 PLACERS=fgd METHODS="none greedy cos-sim frag-one-pod frag-multi-pod high-node-utilization make-room oracle" \
   scripts/drr-headroom-table.sh "$bin" "$out" > /dev/null
