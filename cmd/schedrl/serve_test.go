@@ -237,24 +237,32 @@ func TestServeDefragRegistryModelDryRun(t *testing.T) {
 	}
 }
 
-// openbExtenderCluster prepares the openb default workload (tune 1.3, seed 42), starts a control
-// plane with its nodes registered (closed when the test ends) and returns the options of an
-// extender serving placement@champion from cfg's registry on a loopback listener.
-func openbExtenderCluster(ctx context.Context, t *testing.T, cfg config.Config) (*sim.Prepared, *testserver.Kube, serveExtenderOptions) {
+// openbNodes prepares the openb default workload (tune 1.3, seed 42), the extender's defaults
+// (--pods, --coverage, --seed), and registers its nodes in k.
+func openbNodes(ctx context.Context, t *testing.T, k *testserver.Kube) *sim.Prepared {
 	t.Helper()
 	p, err := sim.Prepare(sim.Experiment{NodesPath: repotest.OpenbNodes(), PodsPath: repotest.OpenbPods("default"),
 		Tune: 1.3, Seed: 42, Coverage: 0.95})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := kubetest.RegisterNodes(ctx, k, p.Nodes); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// openbExtenderCluster prepares the openb default workload (tune 1.3, seed 42), starts a control
+// plane with its nodes registered (closed when the test ends) and returns the options of an
+// extender serving placement@champion from cfg's registry on a loopback listener.
+func openbExtenderCluster(ctx context.Context, t *testing.T, cfg config.Config) (*sim.Prepared, *testserver.Kube, serveExtenderOptions) {
+	t.Helper()
 	k, err := testserver.StartKube()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { k.Close() })
-	if err := kubetest.RegisterNodes(ctx, k, p.Nodes); err != nil {
-		t.Fatal(err)
-	}
+	p := openbNodes(ctx, t, k)
 	kubeconfig, err := k.Kubeconfig()
 	if err != nil {
 		t.Fatal(err)

@@ -53,6 +53,12 @@ func (ca *CA) Server(t testing.TB, name string) (certFile, keyFile string) {
 	return ca.issue(t, name, x509.ExtKeyUsageServerAuth, []net.IP{net.ParseIP("127.0.0.1")}, []string{"localhost"})
 }
 
+// ServerFor issues a serving certificate for DNS names, such as a Service's
+// NAME.NAMESPACE.svc; it returns the certificate and key files.
+func (ca *CA) ServerFor(t testing.TB, name string, dns ...string) (certFile, keyFile string) {
+	return ca.issue(t, name, x509.ExtKeyUsageServerAuth, nil, dns)
+}
+
 // Client issues a client certificate with common name name.
 func (ca *CA) Client(t testing.TB, name string) (certFile, keyFile string) {
 	return ca.issue(t, name, x509.ExtKeyUsageClientAuth, nil, nil)

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	mrand "math/rand/v2"
@@ -15,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,9 +29,9 @@ import (
 )
 
 // Kube is a Kubernetes control plane on loopback: etcd, kube-apiserver (TLS with a generated
-// CA, a static admin token, RBAC) and, once StartScheduler is called, kube-scheduler. There is
-// no kubelet and no controller manager: pods are scheduled and bound, never run, and nothing
-// re-creates an evicted pod unless the test does.
+// CA, a static admin token, RBAC) and, once StartScheduler is called, kube-scheduler. Until
+// StartNode adds a node there is no kubelet and no controller manager: pods are scheduled and
+// bound, never run, and nothing re-creates an evicted pod unless the test does.
 type Kube struct {
 	URL   string // https://127.0.0.1:PORT
 	Token string // bearer token of the admin user (group system:masters)
@@ -38,6 +40,8 @@ type Kube struct {
 
 	etcdURL   string
 	apiPort   int
+	hostIP    string // the machine's address, in the serving certificate for nodes' clients
+	nodes     bool   // the API server was reconfigured for nodes (enableNodes)
 	etcd      *process
 	apiserver *process
 	scheduler *process
@@ -81,7 +85,9 @@ func newKube(dir, etcdBin, apiBin string) (*Kube, error) {
 		}
 		ports[i] = p
 	}
-	k := &Kube{Dir: dir, Token: randomKey("tok"), apiPort: ports[2],
+	// No address is no error: only StartNode needs one.
+	hostIP, _ := nodeIP()
+	k := &Kube{Dir: dir, Token: randomKey("tok"), apiPort: ports[2], hostIP: hostIP,
 		etcdURL: "http://127.0.0.1:" + strconv.Itoa(ports[0])}
 	k.URL = "https://127.0.0.1:" + strconv.Itoa(k.apiPort)
 	if err := k.writeCerts(); err != nil {
@@ -163,9 +169,13 @@ func (k *Kube) writeCerts() error {
 	if err != nil {
 		return err
 	}
+	ips := []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}
+	if k.hostIP != "" {
+		ips = append(ips, net.ParseIP(k.hostIP))
+	}
 	srvTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(7 * 24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		IPAddresses: ips,
 		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, ca, &srvKey.PublicKey, caKey)
@@ -215,6 +225,41 @@ func (k *Kube) StartAPIServer() error {
 	return k.waitHTTPS(k.apiserver, k.URL+"/readyz", 120*time.Second)
 }
 
+// enableNodes restarts the API server as a cluster with nodes needs it: listening on every
+// address, because a node's kubelet and pods live in their own network namespace and reach it
+// at the machine's address (also what the kubernetes Service points at); and with the
+// ServiceAccount admission plugin, so pods get their account's token. Without a controller
+// manager that plugin would refuse every pod (no default account), so plain clusters keep it off.
+func (k *Kube) enableNodes() error {
+	if k.nodes {
+		return nil
+	}
+	if k.hostIP == "" {
+		return errors.New("testserver: no non-loopback IPv4 address for the nodes to reach the API server at")
+	}
+	argv := slices.Clone(k.apiserver.argv)
+	for i := 0; i+1 < len(argv); i++ {
+		switch argv[i] {
+		case "--bind-address":
+			argv[i+1] = "0.0.0.0"
+		case "--advertise-address":
+			argv[i+1] = k.hostIP
+		case "--disable-admission-plugins":
+			argv[i+1] = "TaintNodesByCondition"
+		}
+	}
+	// A client CA makes the API server publish kube-system/extension-apiserver-authentication,
+	// which kube-scheduler and kube-controller-manager read (and log its absence every few seconds).
+	argv = append(argv, "--client-ca-file", filepath.Join(k.Dir, "certs", "ca.crt"))
+	k.apiserver.stop()
+	k.apiserver.argv = argv
+	if err := k.StartAPIServer(); err != nil {
+		return err
+	}
+	k.nodes = true
+	return nil
+}
+
 // StopAPIServer stops kube-apiserver; etcd keeps the cluster's objects for StartAPIServer.
 func (k *Kube) StopAPIServer() { k.apiserver.stop() }
 
@@ -255,8 +300,11 @@ func (k *Kube) Config() *rest.Config {
 func (k *Kube) Client() (kubernetes.Interface, error) { return kubernetes.NewForConfig(k.Config()) }
 
 // Kubeconfig writes a kubeconfig file for the admin user and returns its path.
-func (k *Kube) Kubeconfig() (string, error) {
-	path := filepath.Join(k.Dir, "kubeconfig")
+func (k *Kube) Kubeconfig() (string, error) { return k.kubeconfig("kubeconfig", k.URL) }
+
+// kubeconfig writes a kubeconfig file for the admin user of the API server at url.
+func (k *Kube) kubeconfig(name, url string) (string, error) {
+	path := filepath.Join(k.Dir, name)
 	cfg := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
@@ -272,7 +320,7 @@ contexts:
 - name: test
   context: {cluster: test, user: admin}
 current-context: test
-`, k.URL, filepath.Join(k.Dir, "certs", "ca.crt"), k.Token)
+`, url, filepath.Join(k.Dir, "certs", "ca.crt"), k.Token)
 	return path, os.WriteFile(path, []byte(cfg), 0o600)
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,23 +30,35 @@ import (
 const PauseImage = "registry.k8s.io/pause:3.10"
 
 // Node is a node of the test cluster that runs containers: containerd 2.1 (overlayfs, runc,
-// a CNI bridge) and a kubelet registered with the API server, with kube-controller-manager
-// for Jobs, Deployments and the rest. Images come only from ImportImage. It needs root and the
-// binaries of scripts/setup.d/26-node.sh; what this machine required of the configuration is in
-// docs/results/2026-12-05-kubelet-spike.md.
+// a CNI bridge), a kubelet registered with the API server and kube-proxy (iptables), in a
+// network namespace of its own, with kube-controller-manager for Jobs, Deployments and the
+// rest, and a small cluster DNS for Service names. Images come only from ImportImage. It needs
+// root and the binaries of scripts/setup.d/26-node.sh; what this machine required of the
+// configuration is in docs/results/2026-12-05-kubelet-spike.md and 2026-12-06-node-pods.md.
+//
+// The namespace is why several nodes (of several test binaries) can run at once: kube-proxy
+// owns the KUBE-* chains of its network namespace's iptables and would delete another's. The
+// node reaches the machine through a veth pair: the kubelet's address is the node end, the
+// machine's end serves the cluster DNS, and pods reach the API server (the kubernetes Service,
+// pointing at the machine's address) masqueraded by the bridge.
 type Node struct {
 	Name   string
-	IP     string // the kubelet's address and the node's InternalIP (never loopback: the kubelet refuses it)
+	IP     string // the kubelet's address and the node's InternalIP (the node end of the veth pair)
+	HostIP string // the machine's end of the veth pair: the pods' DNS server
 	dir    string
 	bin    string
 	sock   string
 	cgroup string // the kubelet's cgroup root, one per node
 	bridge string
+	netns  string
+	veth   string // the machine's end
 
-	containerd, kubelet, controllers *process
+	containerd, kubelet, proxy, controllers *process
+	dns                                     *clusterDNS
 }
 
-// StartNode starts a node named after a random suffix and waits until it is Ready.
+// StartNode starts a node named after a random suffix and waits until it is Ready. The first
+// node restarts the API server to serve nodes (see enableNodes).
 func (k *Kube) StartNode(ctx context.Context) (*Node, error) {
 	if os.Geteuid() != 0 {
 		return nil, errors.New("testserver: a node needs root (containerd, runc, cgroups, network namespaces)")
@@ -54,8 +67,7 @@ func (k *Kube) StartNode(ctx context.Context) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	ip, err := nodeIP()
-	if err != nil {
+	if err := k.enableNodes(); err != nil {
 		return nil, err
 	}
 	suffix := make([]byte, 3)
@@ -65,8 +77,11 @@ func (k *Kube) StartNode(ctx context.Context) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: "schedrl-node-" + id, IP: ip, dir: dir, bin: bin, sock: filepath.Join(dir, "containerd.sock"),
-		cgroup: "schedrl-node-" + id, bridge: "schedrl" + id}
+	// A /30 in 100.64.0.0/10 (shared address space, unused here) per node, from the suffix.
+	link := net.IPv4(100, 64+suffix[0]&63, suffix[1], suffix[2]&0xfc)
+	n := &Node{Name: "schedrl-node-" + id, dir: dir, bin: bin, sock: filepath.Join(dir, "containerd.sock"),
+		cgroup: "schedrl-node-" + id, bridge: "schedrl" + id, netns: "schedrl-node-" + id, veth: "vh" + id,
+		HostIP: addIP(link, 1).String(), IP: addIP(link, 2).String()}
 	if err := n.start(ctx, k, suffix[0]); err != nil {
 		n.Close()
 		return nil, err
@@ -74,14 +89,52 @@ func (k *Kube) StartNode(ctx context.Context) (*Node, error) {
 	return n, nil
 }
 
+func addIP(ip net.IP, d byte) net.IP {
+	out := slices.Clone(ip.To4())
+	out[3] += d
+	return out
+}
+
+// inNetns is argv run in the node's network namespace (nsenter execs it: the pid is argv's).
+func (n *Node) inNetns(argv ...string) []string {
+	return append([]string{"nsenter", "--net=/run/netns/" + n.netns, "--"}, argv...)
+}
+
+// setupNetwork makes the node's network namespace and the veth pair to it. Forwarding and
+// br_netfilter are per namespace: kube-proxy's DNAT to a pod on the same bridge needs both.
+func (n *Node) setupNetwork() error {
+	nodeEnd := "vn" + strings.TrimPrefix(n.veth, "vh")
+	steps := [][]string{
+		{"ip", "netns", "add", n.netns},
+		{"ip", "link", "add", n.veth, "type", "veth", "peer", "name", nodeEnd, "netns", n.netns},
+		{"ip", "addr", "add", n.HostIP + "/30", "dev", n.veth},
+		{"ip", "link", "set", n.veth, "up"},
+		{"ip", "-n", n.netns, "link", "set", "lo", "up"},
+		{"ip", "-n", n.netns, "addr", "add", n.IP + "/30", "dev", nodeEnd},
+		{"ip", "-n", n.netns, "link", "set", nodeEnd, "up"},
+		{"ip", "-n", n.netns, "route", "add", "default", "via", n.HostIP},
+		n.inNetns("sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward && echo 1 > /proc/sys/net/bridge/bridge-nf-call-iptables"),
+	}
+	for _, argv := range steps {
+		if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("testserver: node network: %s: %w\n%s", strings.Join(argv, " "), err, out)
+		}
+	}
+	return nil
+}
+
 func (n *Node) start(ctx context.Context, k *Kube, subnet byte) error {
+	if err := n.setupNetwork(); err != nil {
+		return err
+	}
 	if err := n.writeContainerdConfig(subnet); err != nil {
 		return err
 	}
+	// The runc shim is found on PATH, and so are the iptables the CNI bridge and kube-proxy run.
+	path := "PATH=" + n.bin + ":" + os.Getenv("PATH") + ":/usr/sbin:/sbin"
 	n.containerd = &process{name: "containerd", log: filepath.Join(n.dir, "containerd.log"),
-		argv: []string{filepath.Join(n.bin, "containerd"), "--config", filepath.Join(n.dir, "containerd.toml")},
-		// The runc shim is found on PATH.
-		env: []string{"PATH=" + n.bin + ":" + os.Getenv("PATH")}}
+		argv: n.inNetns(filepath.Join(n.bin, "containerd"), "--config", filepath.Join(n.dir, "containerd.toml")),
+		env:  []string{path}}
 	if err := n.containerd.start(); err != nil {
 		return err
 	}
@@ -98,7 +151,19 @@ func (n *Node) start(ctx context.Context, k *Kube, subnet byte) error {
 	if err := n.makeCgroupRoot(); err != nil {
 		return err
 	}
+	client, err := k.Client()
+	if err != nil {
+		return err
+	}
+	if n.dns, err = startDNS(net.JoinHostPort(n.HostIP, "53"), client); err != nil {
+		return fmt.Errorf("testserver: cluster DNS: %w", err)
+	}
 	kubeconfig, err := k.Kubeconfig()
+	if err != nil {
+		return err
+	}
+	// In the node's namespace the API server is at the machine's address, not loopback.
+	nodeKubeconfig, err := k.kubeconfig("kubeconfig-"+n.Name, "https://"+net.JoinHostPort(k.hostIP, strconv.Itoa(k.apiPort)))
 	if err != nil {
 		return err
 	}
@@ -106,36 +171,52 @@ func (n *Node) start(ctx context.Context, k *Kube, subnet byte) error {
 	if err != nil {
 		return err
 	}
-	n.kubelet = &process{name: "kubelet", log: filepath.Join(n.dir, "kubelet.log"), argv: []string{filepath.Join(n.bin, "kubelet"),
-		"--config", kubeletConfig, "--kubeconfig", kubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"),
-		"--hostname-override", n.Name, "--node-ip", n.IP, "--v", "1"}}
+	n.kubelet = &process{name: "kubelet", log: filepath.Join(n.dir, "kubelet.log"), env: []string{path},
+		argv: n.inNetns(filepath.Join(n.bin, "kubelet"),
+			"--config", kubeletConfig, "--kubeconfig", nodeKubeconfig, "--root-dir", filepath.Join(n.dir, "kubelet"),
+			"--hostname-override", n.Name, "--node-ip", n.IP, "--v", "1")}
 	if err := n.kubelet.start(); err != nil {
+		return err
+	}
+	n.proxy = &process{name: "kube-proxy", log: filepath.Join(n.dir, "kube-proxy.log"), env: []string{path},
+		argv: n.inNetns(filepath.Join(n.bin, "kube-proxy"), "--kubeconfig", nodeKubeconfig,
+			"--hostname-override", n.Name, "--proxy-mode", "iptables", "--cluster-cidr", fmt.Sprintf("10.244.%d.0/24", subnet),
+			// The conntrack table is the machine's, not kube-proxy's to size.
+			"--conntrack-max-per-core", "0", "--metrics-bind-address", "127.0.0.1:10249", "--v", "1")}
+	if err := n.proxy.start(); err != nil {
 		return err
 	}
 	port, err := FreePort()
 	if err != nil {
 		return err
 	}
+	c := func(name string) string { return filepath.Join(k.Dir, "certs", name) }
 	n.controllers = &process{name: "kube-controller-manager", log: filepath.Join(n.dir, "kube-controller-manager.log"),
 		argv: []string{filepath.Join(n.bin, "kube-controller-manager"), "--kubeconfig", kubeconfig,
 			"--authentication-kubeconfig", kubeconfig, "--authorization-kubeconfig", kubeconfig,
 			"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(port), "--leader-elect=false",
-			// No service-account signing key is given to it, and pods get addresses from CNI.
-			"--use-service-account-credentials=false", "--controllers", "*,-serviceaccount-token,-nodeipam", "--v", "1"}}
+			// The CA goes to every namespace's kube-root-ca.crt, which the pods' projected
+			// service account volume carries; the tokens themselves are the kubelet's (TokenRequest).
+			"--root-ca-file", c("ca.crt"), "--use-service-account-credentials=false",
+			// Pods get addresses from CNI. The test nodes without a kubelet (Node objects only)
+			// never report: node-lifecycle would taint them unreachable and evict their pods.
+			"--controllers", "*,-serviceaccount-token-controller,-node-ipam-controller,-node-lifecycle-controller",
+			"--v", "1"}}
 	if err := n.controllers.start(); err != nil {
 		return err
 	}
 	return n.waitReady(ctx, k)
 }
 
-// nodeIP is the first non-loopback IPv4 address of an interface that is up.
+// nodeIP is the machine's address: the first non-loopback IPv4 address of an interface that
+// is up and not the machine's end of a node's veth pair.
 func nodeIP() (string, error) {
 	ifs, err := net.Interfaces()
 	if err != nil {
 		return "", err
 	}
 	for _, i := range ifs {
-		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 {
+		if i.Flags&net.FlagUp == 0 || i.Flags&net.FlagLoopback != 0 || strings.HasPrefix(i.Name, "vh") {
 			continue
 		}
 		addrs, err := i.Addrs()
@@ -157,7 +238,7 @@ func (n *Node) writeContainerdConfig(subnet byte) error {
 		return err
 	}
 	conflist := fmt.Sprintf(`{"cniVersion": "1.0.0", "name": "%s", "plugins": [
-  {"type": "bridge", "bridge": "%s", "isGateway": true, "ipMasq": false,
+  {"type": "bridge", "bridge": "%s", "isGateway": true, "ipMasq": true,
    "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.%d.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}],
             "dataDir": "%s"}},
   {"type": "loopback"}]}
@@ -240,18 +321,45 @@ func (n *Node) pauseArchive(ctx context.Context) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("testserver: build the pause binary: %w\n%s", err, out)
 	}
-	epoch := time.Unix(0, 0)
-	layer, err := ociimage.WriteLayer(n.dir, ociimage.LayerSpec{Name: "pause",
-		Files: []ociimage.File{{Path: "/pause", Source: exe, Mode: 0o755}}}, epoch)
-	if err != nil {
-		return "", err
-	}
-	img, err := ociimage.Image([]v1.Layer{layer}, []string{"pause"}, v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}, epoch)
-	if err != nil {
-		return "", err
-	}
 	archive := filepath.Join(n.dir, "pause.oci.tar")
-	return archive, ociimage.WriteArchive(archive, img, PauseImage, epoch)
+	return archive, binaryImage(n.dir, "pause", exe, "/pause", PauseImage, archive, v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"})
+}
+
+// binaryImage writes an image archive of one static binary at path in the image.
+func binaryImage(dir, name, exe, path, ref, archive string, cfg v1.Config) error {
+	epoch := time.Unix(0, 0)
+	layer, err := ociimage.WriteLayer(dir, ociimage.LayerSpec{Name: name,
+		Files: []ociimage.File{{Path: path, Source: exe, Mode: 0o755}}}, epoch)
+	if err != nil {
+		return err
+	}
+	img, err := ociimage.Image([]v1.Layer{layer}, []string{name}, cfg, epoch)
+	if err != nil {
+		return err
+	}
+	return ociimage.WriteArchive(archive, img, ref, epoch)
+}
+
+// ImportKubeScheduler imports kube-scheduler (setup's static build) as the image
+// deploy/k8s/scheduler.yaml names, registry.k8s.io/kube-scheduler:VERSION with the binary's
+// own version (no registry is reachable here), and returns its reference.
+func (n *Node) ImportKubeScheduler(ctx context.Context) (string, error) {
+	exe, err := tool("bin/kube-scheduler", "25-kube.sh")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, exe, "--version").Output()
+	version, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "Kubernetes ")
+	if err != nil || !ok {
+		return "", fmt.Errorf("testserver: kube-scheduler --version: %v %q", err, out)
+	}
+	ref := "registry.k8s.io/kube-scheduler:" + version
+	archive := filepath.Join(n.dir, "kube-scheduler.oci.tar")
+	if err := binaryImage(n.dir, "kube-scheduler", exe, "/usr/local/bin/kube-scheduler", ref, archive,
+		v1.Config{Entrypoint: []string{"/usr/local/bin/kube-scheduler"}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}, User: "65532:65532"}); err != nil {
+		return "", err
+	}
+	return ref, n.ImportImage(ctx, archive)
 }
 
 // cgroupHierarchies are the mounted cgroup v1 hierarchies (not the unified one, whose
@@ -325,7 +433,9 @@ evictionHard: {memory.available: "100Mi", nodefs.available: "1%%", imagefs.avail
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 resolvConf: /etc/resolv.conf
-`, n.cgroup, n.IP, port, healthz, n.sock, n.sock, filepath.Join(n.dir, "pods"))
+clusterDNS: [%s]
+clusterDomain: %s
+`, n.cgroup, n.IP, port, healthz, n.sock, n.sock, filepath.Join(n.dir, "pods"), n.HostIP, ClusterDomain)
 	path := filepath.Join(n.dir, "kubelet.yaml")
 	return path, os.WriteFile(path, []byte(cfg), 0o644)
 }
@@ -358,11 +468,10 @@ func (n *Node) waitReady(ctx context.Context, k *Kube) error {
 // Close stops the node and removes everything it made: containers (containerd leaves them
 // and their shims running when it stops), mounts, the cgroup root, the bridge, the folder.
 func (n *Node) Close() {
-	if n.controllers != nil {
-		n.controllers.stop()
-	}
-	if n.kubelet != nil {
-		n.kubelet.stop()
+	for _, p := range []*process{n.controllers, n.proxy, n.kubelet} {
+		if p != nil {
+			p.stop()
+		}
 	}
 	n.killContainers()
 	if n.containerd != nil {
@@ -371,7 +480,11 @@ func (n *Node) Close() {
 	n.killShims()
 	unmountUnder(n.dir)
 	n.removeCgroupRoot()
-	exec.Command("ip", "link", "del", n.bridge).Run()
+	if n.dns != nil {
+		n.dns.close()
+	}
+	// The namespace takes the bridge, the veth pair and kube-proxy's rules with it.
+	exec.Command("ip", "netns", "del", n.netns).Run()
 	if os.Getenv("SCHEDRL_KEEP_KUBE") == "" {
 		os.RemoveAll(n.dir)
 	}

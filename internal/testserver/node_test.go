@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,32 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-
-	"github.com/schedrl/schedrl/internal/repotest"
 )
-
-// buildImage builds schedrl's image as `make image` does (the binary with -trimpath, then
-// scripts/image) into dir, named ref.
-func buildImage(t *testing.T, ctx context.Context, dir, ref string) string {
-	t.Helper()
-	root := repotest.Root()
-	deps, err := DepsDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, archive := filepath.Join(dir, "schedrl"), filepath.Join(dir, "schedrl-image.oci.tar")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/schedrl")
-	build.Dir, build.Env = root, append(os.Environ(), "GOWORK="+filepath.Join(deps, "go.work"), "CGO_ENABLED=1")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build schedrl: %v\n%s", err, out)
-	}
-	pack := exec.CommandContext(ctx, "go", "run", "./scripts/image", "--binary", bin, "--out", archive, "--name", ref, "--epoch", "0")
-	pack.Dir, pack.Env = root, append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
-	if out, err := pack.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/image: %v\n%s", err, out)
-	}
-	return archive
-}
 
 // TestNodeRunsImageDoctorJob: a real node (containerd, runc, kubelet) runs `schedrl doctor`
 // from schedrl's own image as a Job under the manifests' security settings (user 65532,
@@ -54,7 +27,10 @@ func TestNodeRunsImageDoctorJob(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	const ref = "docker.io/schedrl/schedrl:node-test"
-	archive := buildImage(t, ctx, t.TempDir(), ref)
+	archive, err := BuildImage(ctx, t.TempDir(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	k, err := StartKube()
 	if err != nil {

@@ -3,6 +3,7 @@ package testserver
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -22,7 +23,10 @@ type MinIO struct {
 }
 
 // StartMinIO starts a MinIO server with fresh random credentials in a new temporary folder.
-func StartMinIO() (*MinIO, error) {
+func StartMinIO() (*MinIO, error) { return StartMinIOOn("127.0.0.1") }
+
+// StartMinIOOn is StartMinIO listening on host, such as a Node's HostIP, which its pods reach.
+func StartMinIOOn(host string) (*MinIO, error) {
 	bin, err := tool("bin/minio", "20-minio.sh")
 	if err != nil {
 		return nil, err
@@ -40,7 +44,7 @@ func StartMinIO() (*MinIO, error) {
 		return nil, err
 	}
 	m := &MinIO{
-		Endpoint: "127.0.0.1:" + strconv.Itoa(port), AccessKey: randomKey("ak"), SecretKey: randomKey("sk"), Dir: dir,
+		Endpoint: net.JoinHostPort(host, strconv.Itoa(port)), AccessKey: randomKey("ak"), SecretKey: randomKey("sk"), Dir: dir,
 	}
 	m.proc = &process{
 		name: "minio",

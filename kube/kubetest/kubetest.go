@@ -100,7 +100,13 @@ func Simulate(p *sim.Prepared, tasks []sim.Task, placer sim.Placer) ([]Outcome, 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := sim.RunArrivals(c, tasks, placer, sim.RNG(p.Seed, sim.StreamPolicy), nil); err != nil {
+	return SimulateOn(c, p.Seed, tasks, placer)
+}
+
+// SimulateOn is Simulate on a given cluster (its nodes, tie order and what it already holds),
+// such as a live cluster's model from kube.ClusterOf.
+func SimulateOn(c *sim.Cluster, seed uint64, tasks []sim.Task, placer sim.Placer) ([]Outcome, error) {
+	if _, err := sim.RunArrivals(c, tasks, placer, sim.RNG(seed, sim.StreamPolicy), nil); err != nil {
 		return nil, err
 	}
 	out := make([]Outcome, len(tasks))

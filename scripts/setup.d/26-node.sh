@@ -42,6 +42,18 @@ current() {
 	for b in ${binaries[$1]}; do [[ -x "$bin/$b" ]] || return 1; done
 }
 
+# Debian's tools the node runs: ip (its network namespace and veth pair), nsenter (processes in
+# it), iptables (kube-proxy's rules and the CNI bridge's masquerade). Checked on every run: a
+# machine set up before the node needed them has the binaries but maybe not these.
+missing=()
+for t in ip:iproute2 nsenter:util-linux iptables:iptables; do
+	PATH="$PATH:/usr/sbin:/sbin" command -v "${t%%:*}" >/dev/null 2>&1 || missing+=("${t#*:}")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+	log "installing ${missing[*]} (Debian) for the test node"
+	apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
 todo=()
 for c in kube containerd runc cni; do current "$c" || todo+=("$c"); done
 if [[ ${#todo[@]} -eq 0 ]]; then
