@@ -88,13 +88,15 @@ func replayPlacement(path string, o BuildOptions, nodes []sim.Node) (*episode, e
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		line := lr.Line()
-		if ev.Type != sim.EvBind {
+		// A timed log's start is its decision (checked as a bind), and a completion or a
+		// preemption takes the task off its node like a deletion.
+		if ev.Type != sim.EvBind && ev.Type != sim.EvStart {
 			_, running := r.C.Placement(ev.Task)
 			if err := r.Apply(ev); err != nil {
 				return nil, fmt.Errorf("%s: line %d: %w", path, line, err)
 			}
 			switch ev.Type {
-			case sim.EvDelete, sim.EvEvict:
+			case sim.EvDelete, sim.EvEvict, sim.EvComplete, sim.EvPreempt:
 				if running {
 					changes = append(changes, Change{Task: ev.Task, Node: -1})
 				}

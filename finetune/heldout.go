@@ -16,6 +16,7 @@ type heldOut struct {
 	Mean     float64     `json:"mean_alloc_gpu_pct"`
 	Defrag   *defragHeld `json:"defrag,omitempty"`
 	MAIFS    *maifsHeld  `json:"maifs,omitempty"`
+	DRR      *drrHeld    `json:"drr,omitempty"`
 }
 
 func grow(buf *[]float32, n int) []float32 {
@@ -30,12 +31,28 @@ func grow(buf *[]float32, n int) []float32 {
 // workload for each seed on size nodes (0: all), all seeds stepping together with one batched forward
 // per step over deduplicated rows, and reports the GPU allocation when the last task has arrived.
 func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (heldOut, error) {
+	slots, err := greedy(pol, eps, seeds, size, workers)
+	if err != nil {
+		return heldOut{}, err
+	}
+	h := heldOut{Seeds: seeds}
+	for _, s := range slots {
+		a := s.ep.outcome().AllocPct
+		h.AllocPct = append(h.AllocPct, a)
+		h.Mean += a / float64(len(seeds))
+	}
+	return h, nil
+}
+
+// greedy runs the placement network greedily on the first trace's episode of each seed on
+// size nodes and returns the finished slots, in seed order.
+func greedy(pol policy, eps episodeSource, seeds []uint64, size, workers int) ([]*slot, error) {
 	p := &pool{eps: eps, slots: make([]*slot, len(seeds)), workers: workers}
 	for i := range p.slots {
 		p.slots[i] = &slot{}
 	}
 	if err := p.parallel(func(i int, s *slot) error { return p.start(s, Draw{Seed: seeds[i], Size: size}, nil) }); err != nil {
-		return heldOut{}, err
+		return nil, err
 	}
 	samples := make([]sample, len(seeds))
 	nodeLogits := make([][]float32, len(seeds))
@@ -66,7 +83,7 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 			s.rows.compact(&s.obs, pol.net.Arch.NodeDim, refs[k], pol.tieScale())
 			return nil
 		}); err != nil {
-			return heldOut{}, err
+			return nil, err
 		}
 		sc := evalPolicy(pol, refs)
 		w := sc.width
@@ -82,14 +99,8 @@ func evaluate(pol policy, eps *episodes, seeds []uint64, size, workers int) (hel
 			_, err := s.ep.Step(env.Action{Candidate: a})
 			return err
 		}); err != nil {
-			return heldOut{}, err
+			return nil, err
 		}
 	}
-	h := heldOut{Seeds: seeds}
-	for _, s := range p.slots {
-		a := s.ep.outcome().AllocPct
-		h.AllocPct = append(h.AllocPct, a)
-		h.Mean += a / float64(len(seeds))
-	}
-	return h, nil
+	return p.slots, nil
 }

@@ -51,6 +51,10 @@ type record struct {
 	HeldOutReward      *float64 `json:"held_out_reward,omitempty"`
 	// Defrag-online held-out timelines: the whole-GPU mean queueing delay (seconds).
 	HeldOutWholeGPUDelay *float64 `json:"held_out_whole_gpu_queue_delay_mean_s,omitempty"`
+	// DRR held-out timelines: the time-averaged fragmentation rate (%) and the GPU tasks' mean
+	// queueing delay (seconds).
+	HeldOutFragRatioMean *float64 `json:"held_out_frag_ratio_mean_pct,omitempty"`
+	HeldOutGPUDelay      *float64 `json:"held_out_gpu_queue_delay_mean_s,omitempty"`
 
 	// Maifs episodes and held-out checks (greedy decoding on maifs.generate x val_seeds): the
 	// mean average JCT and makespan in hours, and the held-out per-job cost.
@@ -100,6 +104,10 @@ func (r *record) setEpisodes(ended []episodeEnd) {
 func (r *record) setHeldOut(h heldOut) {
 	if m := h.MAIFS; m != nil {
 		r.HeldOutAvgJCT, r.HeldOutMakespan, r.HeldOutMAIFSCost = &m.AvgJCT, &m.Makespan, &m.Cost
+		return
+	}
+	if d := h.DRR; d != nil {
+		r.HeldOutFragRatioMean, r.HeldOutGPUDelay = &d.MeanFragRatio, &d.MeanGPUDelay
 		return
 	}
 	if h.Defrag == nil {
@@ -170,6 +178,9 @@ func (r record) logArgs() []any {
 	}
 	if r.HeldOutWholeGPUDelay != nil {
 		args = append(args, "held_out_whole_gpu_queue_delay_mean_s", *r.HeldOutWholeGPUDelay)
+	}
+	if r.HeldOutFragRatioMean != nil {
+		args = append(args, "held_out_frag_ratio_mean_pct", *r.HeldOutFragRatioMean, "held_out_gpu_queue_delay_mean_s", *r.HeldOutGPUDelay)
 	}
 	return args
 }

@@ -62,8 +62,11 @@ type Result struct {
 	StartMAIFS *maifsHeld `json:"start_maifs,omitempty"`
 	FinalMAIFS *maifsHeld `json:"final_maifs,omitempty"`
 	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
-	Resumed    bool       `json:"resumed"`
-	Complete   bool       `json:"complete"`
+	// StartDRR and FinalDRR are a drr run's held-out timelines.
+	StartDRR *drrHeld `json:"start_drr,omitempty"`
+	FinalDRR *drrHeld `json:"final_drr,omitempty"`
+	Resumed  bool     `json:"resumed"`
+	Complete bool     `json:"complete"`
 	// Summary is the run in its family's terms, which the family's trainer writes.
 	Summary family.Summary `json:"-"`
 }

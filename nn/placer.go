@@ -45,6 +45,10 @@ type placer struct {
 	clusterID uint64
 	env       *env.Placement
 	arrived   int64 // GPU milli of the tasks offered so far on this cluster, failed ones included
+	// offered holds each task's arrived count at its first offer: in the timed world a waiting
+	// task is offered again, and counting it again would drift from the datasets' count, which
+	// counts each task once, at its arrival.
+	offered   map[string]int64
 	obs       env.Observation
 	rows      NodeRows
 	merged    env.Observation
@@ -61,10 +65,16 @@ func (pl *placer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice,
 	if pl.env == nil || pl.clusterID != c.ID() {
 		opts := env.DefaultOptions()
 		opts.Candidates = pl.p.Net.Arch.Candidates
-		pl.env, pl.clusterID, pl.arrived = env.NewPlacement(c, opts), c.ID(), 0
+		pl.env, pl.clusterID, pl.arrived, pl.offered = env.NewPlacement(c, opts), c.ID(), 0, map[string]int64{}
 	}
-	before := pl.arrived
-	pl.arrived += t.TotalGPUMilli()
+	before, seen := pl.offered[t.Name]
+	if !seen || t.Name == "" {
+		before = pl.arrived
+		pl.arrived += t.TotalGPUMilli()
+		if t.Name != "" {
+			pl.offered[t.Name] = before
+		}
+	}
 	if pl.env.Present(t, before) == 0 {
 		return sim.Choice{}, false
 	}

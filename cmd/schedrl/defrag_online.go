@@ -206,7 +206,7 @@ func newDefragOnlineCmd(runF func(context.Context, *defragOnlineOptions) error) 
 	f.Float64Var(&o.Warmup, "warmup", o.Warmup, "unmeasured start (seconds; defrag_online.warmup_s)")
 	f.Float64Var(&o.Cap, "cap", o.Cap, "run-time cap (seconds, 0 none; defrag_online.cap_s)")
 	f.StringVar(&o.Method, "method", o.Method, "defragmentation method: none, "+strings.Join(online.Methods(), ", ")+", or oracle (repack everything at each check, no cost, no budget)")
-	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method")
+	f.StringVar(&o.Model, "model", "", "defrag checkpoint directory (pretrain/finetune output), or MODEL@ALIAS|MODEL@N in the registry, planning at each invocation instead of --method; a placement checkpoint (DRR's, e.g. drr@champion) runs the whole DRR policy: it places every start and "+drrRescheduler+" reschedules")
 	f.StringVar(&o.Device, "device", o.Device, "device of --model (cpu, cuda, auto)")
 	f.StringVar(&o.Placer, "placer", o.Placer, "placement policy: "+strings.Join(tasks.PlacerNames(), ", ")+", or a placement checkpoint ckpt:DIR or MODEL@ALIAS")
 	f.StringVar(&o.Queue, "queue", o.Queue, "queue discipline: "+strings.Join(tasks.Queues(), ", "))
@@ -273,6 +273,9 @@ func (o *defragOnlineOptions) validate() error {
 // planner is the method, or the checkpoint's network behind the online planner interface.
 func (o *defragOnlineOptions) planner(ctx context.Context) (online.Planner, error) {
 	if o.Model != "" {
+		if p, ok, err := o.drrPolicy(ctx); ok || err != nil {
+			return p, err
+		}
 		dev, err := nn.Device(config.DeviceConfig{Name: o.Device})
 		if err != nil {
 			return nil, err

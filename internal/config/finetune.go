@@ -20,7 +20,9 @@ type FinetuneConfig struct {
 	// section's departures, max_pending and placer; budget and reward weights from there too)
 	// or defrag-online (episodes are timelines of the online world, the defrag_online section)
 	// or maifs (multi-agent PPO of the MAIFS policy in the fungible world: episodes, validation
-	// and the world from the maifs section, not this section's nodes, traces and seeds).
+	// and the world from the maifs section, not this section's nodes, traces and seeds)
+	// or drr (placement in the openb timed world on defrag_online's timelines, rewarded by the
+	// time-integrated fragmentation rate and queueing: DRR's agent, docs/drr.md).
 	Env string `mapstructure:"env" yaml:"env"`
 
 	// Episode mix: each episode draws a trace, a seed and a cluster size uniformly from these.
@@ -141,7 +143,7 @@ func (c *FinetuneConfig) SetDefaults() {
 
 // FinetuneEnvs are the families a fine-tune can train; family.Register adds a family the
 // binary links beyond these.
-var FinetuneEnvs = []string{"placement", "defrag", "defrag-online", "maifs"}
+var FinetuneEnvs = []string{"placement", "defrag", "defrag-online", "maifs", "drr"}
 
 // Validate checks every field's range; whether files exist is checked when training starts.
 func (c FinetuneConfig) Validate() error {
