@@ -254,27 +254,37 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	return nil
 }
 
-// runEvalShard runs one shard and stores its part; the store's deadline bounds the upload.
+// runEvalShard runs one shard and stores its part.
 func runEvalShard(ctx context.Context, opts *evalOptions, evalOpts eval.Options) error {
 	sh, err := eval.ParseShard(opts.Shard)
 	if err != nil {
 		return fmt.Errorf("--shard: %w", err)
 	}
-	check, cancel := context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	return storeShard(ctx, opts.Out, opts.Config.Registry, sh, opts.Part, func(ctx context.Context) ([]byte, error) {
+		return eval.RunShard(ctx, opts.Config.Eval, evalOpts, sh)
+	})
+}
+
+// storeShard is an executor pod's work: it checks the store first (a pod without access fails
+// in seconds, not after its work), runs the shard and writes its part under prefix; the
+// store's deadline bounds each store call.
+func storeShard(ctx context.Context, out io.Writer, store config.RegistryConfig, sh eval.Shard, prefix string,
+	run func(context.Context) ([]byte, error)) error {
+	check, cancel := context.WithTimeout(ctx, store.Deadline)
 	defer cancel()
-	if err := executor.CheckStore(check, opts.Config.Registry, opts.Part); err != nil {
+	if err := executor.CheckStore(check, store, prefix); err != nil {
 		return fmt.Errorf("shard %s: the parts' store: %w", sh, err)
 	}
-	part, err := eval.RunShard(ctx, opts.Config.Eval, evalOpts, sh)
+	part, err := run(ctx)
 	if err != nil {
 		return err
 	}
-	ctx, cancel = context.WithTimeout(ctx, opts.Config.Registry.Deadline)
+	ctx, cancel = context.WithTimeout(ctx, store.Deadline)
 	defer cancel()
-	if err := executor.WritePart(ctx, opts.Config.Registry, opts.Part, sh.Index, part); err != nil {
+	if err := executor.WritePart(ctx, store, prefix, sh.Index, part); err != nil {
 		return fmt.Errorf("shard %s: %w", sh, err)
 	}
-	fmt.Fprintf(opts.Out, "shard %s: %s\n", sh, executor.PartKey(opts.Part, sh.Index, part))
+	fmt.Fprintf(out, "shard %s: %s\n", sh, executor.PartKey(prefix, sh.Index, part))
 	return nil
 }
 

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/kube/podlog"
+	"github.com/schedrl/schedrl/pipeline/stages"
 )
 
 // newLogsCmd groups the commands that bring a real cluster's history in as decision logs.
@@ -21,7 +25,41 @@ func newLogsCmd() *cobra.Command {
 		Use:   "logs",
 		Short: "Decision logs of a real cluster: import a Kubernetes cluster's history",
 	}
-	cmd.AddCommand(newLogsImportCmd(nil))
+	cmd.AddCommand(newLogsImportCmd(nil), newLogsExpertCmd())
+	return cmd
+}
+
+// newLogsExpertCmd is what the pods of the pipeline's logs stage run on the kubernetes
+// executor: one shard of the expert logs, stored by sha256 (docs/distributed.md).
+func newLogsExpertCmd() *cobra.Command {
+	var shard, part string
+	cmd := &cobra.Command{
+		Use:   "expert --shard I/N --part KEY",
+		Short: "Write shard I/N of the pipeline's expert decision logs (pipeline.log_seeds) to the registry store",
+		Long: "Runs the sim section's expert on the pipeline.log_seeds seeds whose position modulo N is I,\n" +
+			"stores each decision log under KEY/blobs/SHA256 and the shard's part under KEY: what a pod of the\n" +
+			"pipeline's logs stage runs with pipeline.executor.kind kubernetes. The stage merges the parts.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(cmd)
+			if err != nil {
+				return err
+			}
+			if shard == "" || part == "" {
+				return errors.New("--shard and --part: both required")
+			}
+			sh, err := eval.ParseShard(shard)
+			if err != nil {
+				return fmt.Errorf("--shard: %w", err)
+			}
+			return storeShard(cmd.Context(), cmd.OutOrStdout(), cfg.Registry, sh, part, func(ctx context.Context) ([]byte, error) {
+				return stages.ExpertLogsShard(ctx, cfg, sh, part, slog.Default())
+			})
+		},
+	}
+	config.AddFlags(cmd.Flags(), "")
+	cmd.Flags().StringVar(&shard, "shard", "", "the shard I/N to make")
+	cmd.Flags().StringVar(&part, "part", "", "the store key prefix of the part and the logs")
 	return cmd
 }
 

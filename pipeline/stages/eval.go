@@ -58,7 +58,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 		return nil, errors.New("stage eval: no policy resolver for checkpoints (Deps.ResolvePolicy)")
 	}
 	// The candidates are checkpoints in this machine's stage cache, which no pod can read.
-	if err := localOnly(cfg, "eval"); err != nil {
+	if err := localOnly(cfg, "the eval stage"); err != nil {
 		return nil, err
 	}
 	// The current champion runs on the same workloads as the candidate, so the gate compares

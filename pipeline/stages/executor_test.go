@@ -1,15 +1,27 @@
 package stages
 
 import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/pflag"
+
+	"github.com/schedrl/schedrl/env"
+	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
-// Where work runs is no input of a stage: the executor's settings leave every key as it is,
-// and the stages that do not shard refuse the kubernetes executor by key instead of ignoring it.
+// Where work runs is no input of a stage: the executor's settings, its kind included, leave
+// every key as it is, and the stages that do not shard refuse the kubernetes executor by key
+// instead of ignoring it.
 func TestStageKeysIgnoreTheExecutor(t *testing.T) {
 	keys := func(t *testing.T, p *pipeline.Pipeline, dir string) []string {
 		t.Helper()
@@ -41,7 +53,103 @@ func TestStageKeysIgnoreTheExecutor(t *testing.T) {
 		t.Errorf("keys with another executor setup %v, want %v", got, want)
 	}
 	x.Kind = "kubernetes"
+	p, err = Build(other, Deps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := keys(t, p, cfg.Pipeline.Dir); !slices.Equal(got, want) {
+		t.Errorf("keys with the kubernetes executor %v, want %v", got, want)
+	}
+	other.Finetune.Env = env.MAIFSName
 	if _, err := Build(other, Deps{}); err == nil || !strings.Contains(err.Error(), "pipeline.executor.kind") {
-		t.Errorf("the logs stage took the kubernetes executor: %v", err)
+		t.Errorf("the maifs logs stage took the kubernetes executor: %v", err)
+	}
+}
+
+// The pods' side of the logs stage, without a cluster: shards made in temporary folders and
+// stored by sha256 merge into exactly the logs the local executor writes, and a part that
+// is not what this config would make is refused by what is wrong with it.
+func TestExpertLogsShardsMergeToTheLocalLogs(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Pipeline.Stages = []string{"logs"}
+	cfg.Pipeline.LogSeeds = "42-44"
+	cfg.Registry.Store = "file://" + t.TempDir()
+	local := run(t, cfg).Stages[0].Output.Dir
+	s, err := newExpertLogs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	parts := make([][]byte, 2)
+	for i := range parts {
+		if parts[i], err = ExpertLogsShard(ctx, cfg, eval.Shard{Index: i, Count: 2}, "parts/test", slog.Default()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := t.TempDir()
+	decisions, err := s.merge(ctx, parts, merged, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, _ := filepath.Glob(filepath.Join(local, "*.jsonl"))
+	if len(names) != 3 || decisions == 0 {
+		t.Fatalf("local logs %v, %d decisions merged", names, decisions)
+	}
+	for _, n := range names {
+		a, _ := os.ReadFile(n)
+		b, err := os.ReadFile(filepath.Join(merged, filepath.Base(n)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the merged log differs from the local one (%v)", filepath.Base(n), err)
+		}
+	}
+	// Merged blobs are deleted; so a second merge of the same parts finds none.
+	if _, err := s.merge(ctx, parts, t.TempDir(), slog.Default()); err == nil || !strings.Contains(err.Error(), "seed 42") {
+		t.Errorf("merge after the blobs were deleted: %v", err)
+	}
+	for _, c := range []struct {
+		name  string
+		parts [][]byte
+		want  string
+	}{
+		{"shards swapped", [][]byte{parts[1], parts[0]}, "made for shard 1/2"},
+		{"a shard missing", parts[:1], "made for shard 0/2"},
+		{"other traces", [][]byte{bytes.Replace(parts[0], []byte(`"sha256":"`), []byte(`"sha256":"0`), 1), parts[1]}, "trace files"},
+		{"not a part", [][]byte{[]byte(`{"schema":"x","extra":1}`), parts[1]}, "unknown field"},
+	} {
+		if _, err := s.merge(ctx, c.parts, t.TempDir(), slog.Default()); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// A logs pod's command gives it the driver's expert logs: the same key (sim section, seeds,
+// trace contents) from the flags alone.
+func TestExpertLogsShardArgsRoundTrip(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Pipeline.LogSeeds = "42-44,50"
+	cfg.Sim.Policy, cfg.Sim.Tune, cfg.Sim.Coverage = "bestfit", 1.25, 0.9
+	s, err := newExpertLogs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := s.shardArgs()
+	if !slices.Equal(args[:2], []string{"logs", "expert"}) {
+		t.Fatalf("pod args %q", args)
+	}
+	flags := pflag.NewFlagSet("logs expert", pflag.ContinueOnError)
+	config.AddFlags(flags, "")
+	if err := flags.Parse(args[2:]); err != nil {
+		t.Fatal(err)
+	}
+	podCfg, err := config.Load("", flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, err := newExpertLogs(podCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(pod.key, s.key) {
+		t.Errorf("pod args %q\ngive %+v\nwant %+v", args, pod.key, s.key)
 	}
 }

@@ -30,10 +30,9 @@ type logFile struct {
 
 // localOnly refuses the kubernetes executor for heavy work that does not shard yet: it would
 // silently stay on this machine otherwise (docs/distributed.md says what runs where).
-func localOnly(cfg config.Config, stage string) error {
+func localOnly(cfg config.Config, what string) error {
 	if k := cfg.Pipeline.Executor.Kind; k != "local" {
-		return fmt.Errorf("pipeline.executor.kind: %q: the %s stage runs on the local executor only; "+
-			"`schedrl eval --executor kubernetes` runs evaluation sweeps on a cluster (docs/distributed.md)", k, stage)
+		return fmt.Errorf("pipeline.executor.kind: %q: %s runs on the local executor only (docs/distributed.md says what runs where)", k, what)
 	}
 	return nil
 }
@@ -49,9 +48,6 @@ func newLogs(cfg config.Config) (pipeline.Stage, error) {
 		return newGivenLogs(cfg.Datasets.Logs)
 	}
 	// Expert logs for the family the pipeline trains (finetune.env): the stage's heavy case.
-	if err := localOnly(cfg, "logs"); err != nil {
-		return nil, err
-	}
 	f, ok := family.Get(cfg.Finetune.Env)
 	if !ok || f.ExpertLogs == nil {
 		return nil, fmt.Errorf("finetune.env: %q: the logs stage makes expert logs for %v only; set datasets.logs to existing decision logs",

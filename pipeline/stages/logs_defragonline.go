@@ -20,7 +20,12 @@ import (
 func init() {
 	family.Register(family.Family{
 		Name:       online.EnvName,
-		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newOnlineDemos(cfg) },
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
+			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
+				return nil, err
+			}
+			return newOnlineDemos(cfg)
+		},
 		Sections:   func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
 		EvalSection: func(c config.Config) (any, error) {
 			if err := eval.CheckDefragOnline(c.Eval, &c.DefragOnline); err != nil {

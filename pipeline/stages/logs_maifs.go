@@ -24,7 +24,12 @@ import (
 func init() {
 	family.Register(family.Family{
 		Name:       env.MAIFSName,
-		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) },
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
+			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
+				return nil, err
+			}
+			return newMAIFSLogs(cfg)
+		},
 		Dataset:    &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
 		PretrainFiles: func(c config.Config) map[string]string {
 			m := c.MAIFS
