@@ -19,14 +19,14 @@ import (
 // sections, and it is also an eval.timed.kind, whose timelines are the defrag_online section.
 func init() {
 	family.Register(family.Family{
-		Name:       online.EnvName,
+		Name: online.EnvName,
 		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
 			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
 				return nil, err
 			}
 			return newOnlineDemos(cfg)
 		},
-		Sections:   func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
+		Sections: func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
 		EvalSection: func(c config.Config) (any, error) {
 			if err := eval.CheckDefragOnline(c.Eval, &c.DefragOnline); err != nil {
 				return nil, fmt.Errorf("eval config: %w", err)

@@ -23,14 +23,14 @@ import (
 // section.
 func init() {
 	family.Register(family.Family{
-		Name:       env.MAIFSName,
+		Name: env.MAIFSName,
 		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
 			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
 				return nil, err
 			}
 			return newMAIFSLogs(cfg)
 		},
-		Dataset:    &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
+		Dataset: &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
 		PretrainFiles: func(c config.Config) map[string]string {
 			m := c.MAIFS
 			return map[string]string{"maifs throughputs": m.Throughputs, "maifs profiles": m.Profiles, "maifs mapping": m.Mapping}
