@@ -17,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/schedrl/schedrl/eval"
-	"github.com/schedrl/schedrl/internal/testserver"
 )
 
 // metricsWithoutTimings is metrics.json less what two runs of one config differ in: the wall
@@ -48,67 +47,15 @@ func metricsWithoutTimings(t *testing.T, path string) []byte {
 // pod network) gives the local run's metrics.json (less timings) and curves.csv byte for byte,
 // with a pod deleted mid-way retried; a timed world (--timed jobs) likewise; a shard that
 // cannot store its part fails the Job, and
-// the error names the shard and quotes its log. One node serves every case.
+// the error names the shard and quotes its log. The node is the one this process's executor
+// tests share.
 func TestEvalKubernetesExecutor(t *testing.T) {
-	if os.Getenv("CGO_ENABLED") == "0" || os.Geteuid() != 0 {
-		t.Skip("needs root and cgo: it runs a kubelet node and builds schedrl's image")
-	}
+	c := executorNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	const ref = "docker.io/schedrl/schedrl:executor-test"
-	// The image builds while the node starts.
-	type built struct {
-		archive string
-		err     error
-	}
-	image, imageDir := make(chan built, 1), t.TempDir()
-	go func() {
-		archive, err := testserver.BuildImage(ctx, imageDir, ref)
-		image <- built{archive, err}
-	}()
-	k, err := testserver.StartKube()
-	if err != nil {
+	minio, client, kubeconfig, ref := c.minio, c.client, c.kubeconfig, executorImage
+	if err := c.secret(ctx, "wrong-store", "nobody", "wrong-secret"); err != nil {
 		t.Fatal(err)
-	}
-	defer k.Close()
-	if err := k.StartScheduler(testserver.Extender{}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := k.StartNode(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	img := <-image
-	if img.err != nil {
-		t.Fatal(img.err)
-	}
-	if err := n.ImportImage(ctx, img.archive); err != nil {
-		t.Fatal(err)
-	}
-	// On the machine's end of the node's veth pair, which the pods reach over their network.
-	minio, err := testserver.StartMinIOOn(n.HostIP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer minio.Close()
-	if err := minio.MakeBucket("parts"); err != nil {
-		t.Fatal(err)
-	}
-	client, err := k.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := k.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, keys := range map[string][2]string{"store": {minio.AccessKey, minio.SecretKey}, "wrong-store": {"nobody", "wrong-secret"}} {
-		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-			StringData: map[string]string{"AWS_ACCESS_KEY_ID": keys[0], "AWS_SECRET_ACCESS_KEY": keys[1]}}
-		if _, err := client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
 	}
 	dir := t.TempDir()
 	config := func(secret string, shards, retries int) string {
@@ -133,8 +80,7 @@ pipeline:
 		}
 		return path
 	}
-	// The driver reads the store with the credentials of its environment, as a user would.
-	env := []string{"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.SecretKey}
+	env := c.driverEnv()
 	sweep := []string{"eval", "--policies", "fgd,bestfit,random", "--traces", "default,gpushare60", "--seeds", "49-60"}
 
 	local := filepath.Join(dir, "local")
@@ -142,6 +88,7 @@ pipeline:
 	t.Logf("local: %s", strings.TrimSpace(l.stdout.String()))
 
 	remote := filepath.Join(dir, "kubernetes")
+	before := jobNames(ctx, t, client, "eval")
 	deleted := make(chan string, 1)
 	go deleteOneRunningPod(ctx, client, deleted)
 	p := runSchedrl(t, env, append(sweep, "--out", remote, "--config", config("store", 8, 2))...)
@@ -156,11 +103,14 @@ pipeline:
 	}
 	select {
 	case pod := <-deleted:
-		jobs, err := client.BatchV1().Jobs("default").List(ctx, metav1.ListOptions{LabelSelector: "schedrl.io/work=eval"})
-		if err != nil || len(jobs.Items) != 1 {
-			t.Fatalf("eval jobs: %v (%v)", jobs, err)
+		jobs := newJobs(ctx, t, client, "eval", before)
+		if len(jobs) != 1 {
+			t.Fatalf("eval jobs of the sweep: %v, want one", jobs)
 		}
-		j := jobs.Items[0]
+		j, err := client.BatchV1().Jobs("default").Get(ctx, jobs[0], metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if j.Status.Succeeded != 8 || j.Status.Failed < 1 {
 			t.Errorf("job %s after deleting pod %s: %d succeeded, %d failed; want 8 and the deleted pod counted failed", j.Name, pod, j.Status.Succeeded, j.Status.Failed)
 		}

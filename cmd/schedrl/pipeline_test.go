@@ -37,7 +37,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	closeSharedNode()
+	os.Exit(code)
 }
 
 // repoRoot is where configs/ and the relative trace paths in them resolve.
