@@ -47,6 +47,9 @@ type Options struct {
 	// Remote writes.
 	Remote Remote
 	Shards int
+	// Fetched are the ckpt:DIR directories that Resolve fetches from elsewhere (the
+	// checkpoints shipped to an executor's pod), which need not exist here.
+	Fetched map[string]bool
 }
 
 // Run evaluates cfg.Policies on cfg.Traces x cfg.Seeds and writes the report to cfg.Out.
@@ -62,7 +65,7 @@ func Run(ctx context.Context, cfg config.EvalConfig, opts Options) (*Metrics, er
 	if log == nil {
 		log = slog.Default()
 	}
-	plan, err := prepare(cfg, opts.Resolve)
+	plan, err := prepare(cfg, opts.Resolve, opts.Fetched)
 	if err != nil {
 		return nil, err
 	}

@@ -54,7 +54,7 @@ func (p *plan) jobs() []job {
 
 // prepare parses every reference, loads the cluster and traces, samples each workload and then
 // resolves the policies. Errors name the reference at fault.
-func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
+func prepare(cfg config.EvalConfig, resolve Resolver, fetched map[string]bool) (*plan, error) {
 	p := &plan{cfg: cfg, workers: cfg.Parallelism}
 	if p.workers == 0 {
 		p.workers = runtime.GOMAXPROCS(0)
@@ -83,7 +83,7 @@ func prepare(cfg config.EvalConfig, resolve Resolver) (*plan, error) {
 			return nil, fmt.Errorf("policy %q is listed twice", ref.Raw)
 		}
 		seen[key] = true
-		if ref.Kind == Checkpoint {
+		if ref.Kind == Checkpoint && !fetched[ref.Dir] {
 			if err := fileExists(fmt.Sprintf("policy %q: checkpoint", ref.Raw), ref.Dir); err != nil {
 				return nil, err
 			}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -76,7 +77,7 @@ func RunShard(ctx context.Context, cfg config.EvalConfig, opts Options, sh Shard
 	if cfg.Timed.Kind != "" {
 		return runTimedShard(ctx, cfg, opts, sh, log)
 	}
-	plan, err := prepare(cfg, opts.Resolve)
+	plan, err := prepare(cfg, opts.Resolve, opts.Fetched)
 	if err != nil {
 		return nil, err
 	}
@@ -241,4 +242,58 @@ func decodePart(data []byte, schema string, into any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	return dec.Decode(into)
+}
+
+// ShardArgs are the eval keys of ec that differ from the defaults, as flags: a default stays
+// unsaid, so the pod resolves it against its own image (data/ beside the binary). A list
+// item goes in its own flag, CSV-quoted when it holds a comma. The paper overlay is the
+// merge's business, not a shard's.
+func ShardArgs(ec config.EvalConfig) []string {
+	def := config.Default().Eval
+	args := []string{"eval", "--no-paper"}
+	one := func(flag, v, d string) {
+		if v != d && v != config.RepoFile(d) {
+			args = append(args, "--"+flag+"="+v)
+		}
+	}
+	list := func(flag string, v, d []string) {
+		if slices.Equal(v, d) {
+			return
+		}
+		for _, x := range v {
+			if strings.ContainsAny(x, ",\"") {
+				x = `"` + strings.ReplaceAll(x, `"`, `""`) + `"`
+			}
+			args = append(args, "--"+flag+"="+x)
+		}
+	}
+	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	list("policies", ec.Policies, def.Policies)
+	list("traces", ec.Traces, def.Traces)
+	one("seeds", ec.Seeds, def.Seeds)
+	one("tune", num(ec.Tune), num(def.Tune))
+	one("nodes", ec.Nodes, def.Nodes)
+	one("traces-dir", ec.TracesDir, def.TracesDir)
+	one("baseline", ec.Baseline, def.Baseline)
+	t, dt := ec.Timed, def.Timed
+	one("timed", t.Kind, dt.Kind)
+	one("cluster", t.Cluster, dt.Cluster)
+	one("servers-gpus", t.ServersGPUs, dt.ServersGPUs)
+	one("round", num(t.Round), num(dt.Round))
+	one("load", num(t.Load), num(dt.Load))
+	one("tasks", strconv.Itoa(t.Tasks), strconv.Itoa(dt.Tasks))
+	one("cap", num(t.Cap), num(dt.Cap))
+	one("warmup", num(t.Warmup), num(dt.Warmup))
+	one("queue", t.Queue, dt.Queue)
+	// Keys without a flag of their own.
+	set := func(key, v, d string) {
+		if v != d && v != config.RepoFile(d) {
+			args = append(args, "--set", key+"="+v)
+		}
+	}
+	set("eval.timed.throughputs", t.Throughputs, dt.Throughputs)
+	set("eval.timed.profiles", t.Profiles, dt.Profiles)
+	set("eval.timed.synergy_map", t.SynergyMap, dt.SynergyMap)
+	set("eval.timed.series_step", num(t.SeriesStep), num(dt.SeriesStep))
+	return args
 }

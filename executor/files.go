@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/schedrl/schedrl/internal/atomicfile"
+	"github.com/schedrl/schedrl/internal/checkpoint"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/digest"
 	"github.com/schedrl/schedrl/registry"
@@ -85,4 +88,63 @@ func DeleteBlobs(ctx context.Context, store config.RegistryConfig, keys []string
 		errs = append(errs, b.Delete(ctx, k))
 	}
 	return errors.Join(errs...)
+}
+
+// PutCheckpoint ships the checkpoint in dir to pods: every file its manifest lists, then the
+// manifest, as blobs under prefix. The manifest's key names the checkpoint by digest (its
+// files' sha256 are in it); blobs are every key written, for DeleteBlobs.
+func PutCheckpoint(ctx context.Context, store config.RegistryConfig, prefix, dir string) (key string, blobs []string, err error) {
+	m, err := checkpoint.Read(dir)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, f := range m.Files {
+		k, sum, err := PutBlob(ctx, store, prefix, filepath.Join(dir, filepath.FromSlash(f.Path)))
+		if err != nil {
+			return "", blobs, err
+		}
+		blobs = append(blobs, k)
+		if sum != f.SHA256 {
+			return "", blobs, fmt.Errorf("checkpoint %s: %s has sha256 %s, its manifest says %s", dir, f.Path, sum, f.SHA256)
+		}
+	}
+	key, _, err = PutBlob(ctx, store, prefix, filepath.Join(dir, checkpoint.ManifestFile))
+	if err != nil {
+		return "", blobs, err
+	}
+	return key, append(blobs, key), nil
+}
+
+// FetchCheckpoint writes the checkpoint whose manifest PutCheckpoint stored at key into dst:
+// each file checked against the manifest's sha256, the manifest last, so dst holds a valid
+// manifest only once it is complete.
+func FetchCheckpoint(ctx context.Context, store config.RegistryConfig, key, dst string) error {
+	cut := strings.LastIndex(key, "/blobs/")
+	if cut < 0 {
+		return fmt.Errorf("checkpoint %s: not a blob key (PREFIX/blobs/SHA256)", key)
+	}
+	prefix, sum := key[:cut], key[cut+len("/blobs/"):]
+	tmp, err := os.MkdirTemp("", "schedrl-manifest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	manifest := filepath.Join(tmp, checkpoint.ManifestFile)
+	if err := FetchBlob(ctx, store, key, sum, manifest); err != nil {
+		return fmt.Errorf("checkpoint %s: %w", key, err)
+	}
+	data, err := os.ReadFile(manifest)
+	if err != nil {
+		return err
+	}
+	m, err := checkpoint.Parse(data)
+	if err != nil {
+		return fmt.Errorf("checkpoint %s: %w", key, err)
+	}
+	for _, f := range m.Files {
+		if err := FetchBlob(ctx, store, BlobKey(prefix, f.SHA256), f.SHA256, filepath.Join(dst, filepath.FromSlash(f.Path))); err != nil {
+			return fmt.Errorf("checkpoint %s: %s: %w", key, f.Path, err)
+		}
+	}
+	return atomicfile.WriteFile(filepath.Join(dst, checkpoint.ManifestFile), data, 0o644)
 }

@@ -7,9 +7,8 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/schollz/progressbar/v3"
@@ -35,6 +34,9 @@ type evalOptions struct {
 	Shard, Part string
 	// Args are the eval keys that differ from the defaults, as flags: a shard's pod command.
 	Args []string
+	// Shipped maps a ckpt:DIR policy's DIR to the store key of the checkpoint the driver
+	// shipped for it (executor.PutCheckpoint): a pod reads it from there.
+	Shipped map[string]string
 }
 
 func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
@@ -44,6 +46,7 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	opts := &evalOptions{}
 	fl := &evalFlags{}
 	var executorKind string
+	var shipped []string
 	cmd := &cobra.Command{
 		Use:   "eval",
 		Short: "Compare policies on held-out workloads: metrics.json, curves.csv, plots and a report",
@@ -78,7 +81,10 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 			if (opts.Shard == "") != (opts.Part == "") {
 				return fmt.Errorf("--shard and --part go together")
 			}
-			opts.Out, opts.Config, opts.Args = cmd.OutOrStdout(), cfg, shardArgs(cfg.Eval)
+			if opts.Shipped, err = parseShipped(shipped); err != nil {
+				return err
+			}
+			opts.Out, opts.Config, opts.Args = cmd.OutOrStdout(), cfg, eval.ShardArgs(cfg.Eval)
 			if opts.Shadow != "" {
 				return runEvalShadow(opts)
 			}
@@ -97,7 +103,21 @@ func newEvalCmd(runF func(context.Context, *evalOptions) error) *cobra.Command {
 	f.StringVar(&executorKind, "executor", "", "where the runs go: local, or kubernetes (an Indexed Job; pipeline.executor configures it, docs/distributed.md)")
 	f.StringVar(&opts.Shard, "shard", "", "run only shard I/N of the cells and write its part to the registry store under --part (what an executor's pod runs)")
 	f.StringVar(&opts.Part, "part", "", "with --shard: the store key prefix of the part")
+	f.StringArrayVar(&shipped, "checkpoint-from-store", nil, "DIR=KEY: read policy ckpt:DIR from the checkpoint stored at KEY in the registry store (what the pipeline's eval stage gives its pods; repeatable)")
 	return cmd
+}
+
+// parseShipped reads --checkpoint-from-store DIR=KEY flags (a key holds no "=").
+func parseShipped(flags []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, f := range flags {
+		i := strings.LastIndex(f, "=")
+		if i <= 0 || i == len(f)-1 {
+			return nil, fmt.Errorf("--checkpoint-from-store %q: want DIR=KEY", f)
+		}
+		m[f[:i]] = f[i+1:]
+	}
+	return m, nil
 }
 
 // runEvalShadow prints (and with --shadow-json writes) the summary of a shadow period.
@@ -193,7 +213,7 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	if err := ec.Validate(); err != nil {
 		return fmt.Errorf("eval: %w", err)
 	}
-	resolve, cleanup := policyResolver(cfg, slog.Default())
+	resolve, cleanup := policyResolver(cfg, slog.Default(), opts.Shipped)
 	defer cleanup()
 	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
 	defer cleanupDefrag()
@@ -201,6 +221,12 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	defer cleanupMAIFS()
 	evalOpts := eval.Options{Resolve: resolve, ResolveDefrag: resolveDefrag, DefragOnline: &cfg.DefragOnline,
 		ResolveFungible: resolveMAIFS, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+	if len(opts.Shipped) > 0 {
+		evalOpts.Fetched = map[string]bool{}
+		for dir := range opts.Shipped {
+			evalOpts.Fetched[dir] = true
+		}
+	}
 	if opts.Shard != "" {
 		return runEvalShard(ctx, opts, evalOpts)
 	}
@@ -288,60 +314,6 @@ func storeShard(ctx context.Context, out io.Writer, store config.RegistryConfig,
 	return nil
 }
 
-// shardArgs are the eval keys of ec that differ from the defaults, as flags: a default stays
-// unsaid, so the pod resolves it against its own image (data/ beside the binary). A list
-// item goes in its own flag, CSV-quoted when it holds a comma. The paper overlay is the
-// merge's business, not a shard's.
-func shardArgs(ec config.EvalConfig) []string {
-	def := config.Default().Eval
-	args := []string{"eval", "--no-paper"}
-	one := func(flag, v, d string) {
-		if v != d && v != config.RepoFile(d) {
-			args = append(args, "--"+flag+"="+v)
-		}
-	}
-	list := func(flag string, v, d []string) {
-		if slices.Equal(v, d) {
-			return
-		}
-		for _, x := range v {
-			if strings.ContainsAny(x, ",\"") {
-				x = `"` + strings.ReplaceAll(x, `"`, `""`) + `"`
-			}
-			args = append(args, "--"+flag+"="+x)
-		}
-	}
-	num := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
-	list("policies", ec.Policies, def.Policies)
-	list("traces", ec.Traces, def.Traces)
-	one("seeds", ec.Seeds, def.Seeds)
-	one("tune", num(ec.Tune), num(def.Tune))
-	one("nodes", ec.Nodes, def.Nodes)
-	one("traces-dir", ec.TracesDir, def.TracesDir)
-	one("baseline", ec.Baseline, def.Baseline)
-	t, dt := ec.Timed, def.Timed
-	one("timed", t.Kind, dt.Kind)
-	one("cluster", t.Cluster, dt.Cluster)
-	one("servers-gpus", t.ServersGPUs, dt.ServersGPUs)
-	one("round", num(t.Round), num(dt.Round))
-	one("load", num(t.Load), num(dt.Load))
-	one("tasks", strconv.Itoa(t.Tasks), strconv.Itoa(dt.Tasks))
-	one("cap", num(t.Cap), num(dt.Cap))
-	one("warmup", num(t.Warmup), num(dt.Warmup))
-	one("queue", t.Queue, dt.Queue)
-	// Keys without a flag of their own.
-	set := func(key, v, d string) {
-		if v != d && v != config.RepoFile(d) {
-			args = append(args, "--set", key+"="+v)
-		}
-	}
-	set("eval.timed.throughputs", t.Throughputs, dt.Throughputs)
-	set("eval.timed.profiles", t.Profiles, dt.Profiles)
-	set("eval.timed.synergy_map", t.SynergyMap, dt.SynergyMap)
-	set("eval.timed.series_step", num(t.SeriesStep), num(dt.SeriesStep))
-	return args
-}
-
 func splitList(xs []string) []string {
 	var out []string
 	for _, x := range xs {
@@ -354,13 +326,14 @@ func splitList(xs []string) []string {
 
 // policyResolver resolves heuristics through eval, checkpoints through nn (each loaded once,
 // its placers sharing the network) and registry references by pulling the version into a
-// temporary directory, then loading it as a checkpoint. cleanup removes the pulled versions.
-func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver, cleanup func()) {
+// temporary directory, then loading it as a checkpoint; a checkpoint in shipped (DIR to
+// store key) is fetched from the store first. cleanup removes what was pulled or fetched.
+func policyResolver(cfg config.Config, log *slog.Logger, shipped map[string]string) (resolve eval.Resolver, cleanup func()) {
 	// Eval already runs one simulation per core; libtorch threads on top would only contend.
 	if cfg.Device.Threads == 0 && cfg.Eval.Parallelism != 1 {
 		cfg.Device.Threads = 1
 	}
-	pull := &refPuller{cfg: cfg, log: log}
+	pull := &refPuller{cfg: cfg, log: log, shipped: shipped}
 	resolve = func(ref eval.PolicyRef) (eval.PolicyFactory, error) {
 		if ref.Kind != eval.Checkpoint && ref.Kind != eval.Registry {
 			return eval.Heuristics(ref)
@@ -382,16 +355,18 @@ func policyResolver(cfg config.Config, log *slog.Logger) (resolve eval.Resolver,
 	return resolve, pull.cleanup
 }
 
-// refPuller finds a checkpoint reference's directory: its own, or the registry version
-// pulled into one temporary directory, which cleanup removes.
+// refPuller finds a checkpoint reference's directory: its own, or the registry version or
+// shipped checkpoint fetched into one temporary directory, which cleanup removes.
 type refPuller struct {
-	cfg    config.Config
-	log    *slog.Logger
-	pulled string
+	cfg     config.Config
+	log     *slog.Logger
+	shipped map[string]string
+	pulled  string
 }
 
 func (p *refPuller) dir(ref eval.PolicyRef) (string, error) {
-	if ref.Kind == eval.Checkpoint {
+	key, ship := p.shipped[ref.Dir]
+	if ref.Kind == eval.Checkpoint && !ship {
 		return ref.Dir, nil
 	}
 	if p.pulled == "" {
@@ -399,6 +374,13 @@ func (p *refPuller) dir(ref eval.PolicyRef) (string, error) {
 		if p.pulled, err = os.MkdirTemp("", "schedrl-eval-pull-"); err != nil {
 			return "", fmt.Errorf("policy %q: %w", ref.Raw, err)
 		}
+	}
+	if ref.Kind == eval.Checkpoint {
+		dest := filepath.Join(p.pulled, "shipped", path.Base(key))
+		if err := executor.FetchCheckpoint(context.Background(), p.cfg.Registry, key, dest); err != nil {
+			return "", fmt.Errorf("policy %q: %w", ref.Raw, err)
+		}
+		return dest, nil
 	}
 	dest := filepath.Join(p.pulled, ref.Name+"@"+ref.Tag)
 	if _, err := pullInto(context.Background(), p.cfg.Registry, ref.Raw, dest, true, p.log); err != nil {

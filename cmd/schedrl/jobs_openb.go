@@ -290,7 +290,7 @@ func printOpenb(w io.Writer, s openbJobsSummary) error {
 // through tasks.NewPlacer, a placement checkpoint (ckpt:DIR, or MODEL@ALIAS pulled from the
 // registry) through nn, as eval resolves it. cleanup removes the pulled versions.
 func openbPlacers(cfg config.Config, log *slog.Logger) (resolve func(string) (policy.Placer, error), cleanup func()) {
-	learned, cleanup := policyResolver(cfg, log)
+	learned, cleanup := policyResolver(cfg, log, nil)
 	return func(name string) (policy.Placer, error) {
 		if !isLearnedPolicy(name) {
 			return tasks.NewPlacer(name)

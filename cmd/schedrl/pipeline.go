@@ -147,7 +147,7 @@ func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
 // buildPipeline is the stage graph of cfg and the code revision its keys use; cleanup
 // removes the registry versions eval's policy resolvers pulled.
 func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
-	resolve, cleanupPlacers := policyResolver(cfg, slog.Default())
+	resolve, cleanupPlacers := policyResolver(cfg, slog.Default(), nil)
 	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
 	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
 	cleanup := func() { cleanupPlacers(); cleanupDefrag(); cleanupMAIFS() }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,31 +13,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/minio/minio-go/v7"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/schedrl/schedrl/internal/checkpoint"
+	"github.com/schedrl/schedrl/internal/testserver"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
-// TestPipelineKubernetesExecutor runs the smoke pipeline (configs/smoke.yaml) up to finetune
+// TestPipelineKubernetesExecutor runs the smoke pipeline (configs/smoke.yaml, every stage)
 // with the local executor, then at the same path with the kubernetes executor on the shared
-// node (the expert logs as an Indexed Job): every stage key, output hash and checkpoint's
+// node (the expert logs and the eval stage as Indexed Jobs, eval's pods reading the two
+// checkpoints the stage ships to the store): every stage key, output hash and checkpoint's
 // model.ot sha256 is the local run's. A second kubernetes run skips every stage and starts
-// no Job. (The eval stage refuses the kubernetes executor.)
+// no Job.
 func TestPipelineKubernetesExecutor(t *testing.T) {
 	c := executorNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	root := t.TempDir()
 	dir := filepath.Join(root, "pipeline")
-	// Each run publishes into a bucket of its own, so neither finds the other's champion.
-	env := func(bucket string) []string {
-		if err := c.minio.MakeBucket(bucket); err != nil {
-			t.Fatal(err)
-		}
-		return append(c.driverEnv(), "SCHEDRL_REGISTRY_STORE=s3://"+bucket+"/smoke",
-			"SCHEDRL_REGISTRY_S3_ENDPOINT="+c.minio.Endpoint, "SCHEDRL_REGISTRY_TRACKING_URI=")
+	// Both runs publish to the same store (the publish key names it), emptied between them so
+	// that neither finds the other's champion.
+	const bucket = "pipeline"
+	if err := c.minio.MakeBucket(bucket); err != nil {
+		t.Fatal(err)
 	}
+	env := append(c.driverEnv(), "SCHEDRL_REGISTRY_STORE=s3://"+bucket+"/smoke",
+		"SCHEDRL_REGISTRY_S3_ENDPOINT="+c.minio.Endpoint, "SCHEDRL_REGISTRY_TRACKING_URI=")
 	kubernetes := []string{"--set", "pipeline.executor.kind=kubernetes", "--set", "pipeline.executor.kubeconfig=" + c.kubeconfig,
 		"--set", "pipeline.executor.image=" + executorImage, "--set", "pipeline.executor.parallelism=2",
 		"--set", "pipeline.executor.timeout=15m", "--set", "pipeline.executor.secret=store",
@@ -44,17 +48,21 @@ func TestPipelineKubernetesExecutor(t *testing.T) {
 	run := func(what string, env []string, args ...string) (*pipeline.Record, string) {
 		t.Helper()
 		var out bytes.Buffer
-		cmd := cli(t, dir, env, append([]string{"--set", "pipeline.stages=logs,datasets,pretrain,finetune"}, args...)...)
+		cmd := cli(t, dir, env, args...)
 		cmd.Stdout, cmd.Stderr = &out, &out
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
 			t.Fatalf("%s pipeline run: %v\n%s", what, err, out.String())
 		}
-		t.Logf("%s pipeline run: %.1f s", what, time.Since(start).Seconds())
 		rec, err := pipeline.LoadRecord(dir, "")
 		if err != nil {
 			t.Fatal(err)
 		}
+		var stages []string
+		for _, s := range rec.Stages {
+			stages = append(stages, fmt.Sprintf("%s %.1f s", s.Name, s.Seconds))
+		}
+		t.Logf("%s pipeline run: %.1f s (%s)", what, time.Since(start).Seconds(), strings.Join(stages, ", "))
 		return rec, out.String()
 	}
 	type outcome struct{ keys, hashes, weights map[string]string }
@@ -85,18 +93,18 @@ func TestPipelineKubernetesExecutor(t *testing.T) {
 		return o
 	}
 
-	local, _ := run("local", env("pipeline-local"))
+	local, _ := run("local", env)
 	want := read(local, pipeline.StatusDone)
 	if err := os.Rename(dir, dir+"-local"); err != nil {
 		t.Fatal(err)
 	}
+	emptyBucket(ctx, t, c.minio, bucket)
 
-	kubeEnv := env("pipeline-kubernetes")
 	before := map[string]map[string]bool{}
-	for _, work := range []string{"logs"} {
+	for _, work := range []string{"logs", "eval"} {
 		before[work] = jobNames(ctx, t, c.client, work)
 	}
-	remote, out := run("kubernetes", kubeEnv, kubernetes...)
+	remote, out := run("kubernetes", env, kubernetes...)
 	got := read(remote, pipeline.StatusDone)
 	for _, m := range []struct {
 		name      string
@@ -107,7 +115,7 @@ func TestPipelineKubernetesExecutor(t *testing.T) {
 		}
 		t.Logf("%s: %v", m.name, m.got)
 	}
-	for _, work := range []string{"logs"} {
+	for _, work := range []string{"logs", "eval"} {
 		jobs := newJobs(ctx, t, c.client, work, before[work])
 		if len(jobs) != 1 {
 			t.Fatalf("%s jobs of the kubernetes run: %v, want one\n%s", work, jobs, out)
@@ -121,12 +129,32 @@ func TestPipelineKubernetesExecutor(t *testing.T) {
 		}
 		t.Logf("%s job %s: %d shards succeeded", work, j.Name, j.Status.Succeeded)
 	}
+	if !strings.Contains(out, "checkpoint shipped") {
+		t.Errorf("the eval stage did not ship its checkpoints:\n%s", out)
+	}
 
-	again, _ := run("kubernetes, again", kubeEnv, kubernetes...)
+	again, _ := run("kubernetes, again", env, kubernetes...)
 	read(again, pipeline.StatusCached)
-	for _, work := range []string{"logs"} {
+	for _, work := range []string{"logs", "eval"} {
 		if jobs := newJobs(ctx, t, c.client, work, before[work]); len(jobs) != 1 {
 			t.Errorf("the cached rerun started %s jobs: %v", work, jobs)
+		}
+	}
+}
+
+// emptyBucket deletes every object of bucket.
+func emptyBucket(ctx context.Context, t *testing.T, m *testserver.MinIO, bucket string) {
+	t.Helper()
+	client, err := m.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for obj := range client.ListObjects(ctx, bucket, minio.ListObjectsOptions{Recursive: true}) {
+		if obj.Err != nil {
+			t.Fatal(obj.Err)
+		}
+		if err := client.RemoveObject(ctx, bucket, obj.Key, minio.RemoveObjectOptions{}); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

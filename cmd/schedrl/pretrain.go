@@ -108,7 +108,7 @@ func simPlacer(cfg config.Config, name string) (func() (sim.Placer, error), func
 	if err != nil {
 		return nil, nil, err
 	}
-	resolve, cleanup := policyResolver(cfg, slog.Default())
+	resolve, cleanup := policyResolver(cfg, slog.Default(), nil)
 	factory, err := resolve(ref)
 	if err != nil {
 		cleanup()

@@ -2,15 +2,19 @@ package stages
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/executor"
 	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
@@ -34,6 +38,10 @@ type evalStage struct {
 	// does not run (nil: eval runs it).
 	full     config.Config
 	evaluate func(context.Context, config.Config, *slog.Logger) error
+	// exec runs the arrival protocol's cells; with kubernetes, the checkpoints are shipped to
+	// store first (no pod reads this machine's stage cache).
+	exec  config.ExecutorConfig
+	store config.RegistryConfig
 }
 
 type evalKey struct {
@@ -57,9 +65,12 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if d.ResolvePolicy == nil {
 		return nil, errors.New("stage eval: no policy resolver for checkpoints (Deps.ResolvePolicy)")
 	}
-	// The candidates are checkpoints in this machine's stage cache, which no pod can read.
-	if err := localOnly(cfg, "the eval stage"); err != nil {
-		return nil, err
+	// Pods run the arrival protocol's shards; timed worlds and a family's own evaluation do
+	// not shard in the pipeline yet.
+	if f, ok := family.Get(cfg.Finetune.Env); (ok && f.Evaluate != nil) || cfg.Eval.Timed.Kind != "" {
+		if err := localOnly(cfg, fmt.Sprintf("the eval stage of finetune.env %q, eval.timed.kind %q", cfg.Finetune.Env, cfg.Eval.Timed.Kind)); err != nil {
+			return nil, err
+		}
 	}
 	// The current champion runs on the same workloads as the candidate, so the gate compares
 	// like with like; its version is in the key, so a new champion means a new evaluation.
@@ -105,6 +116,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if f, ok := family.Get(cfg.Finetune.Env); ok && f.Evaluate != nil {
 		s.full, s.evaluate = cfg, f.Evaluate
 	}
+	s.exec, s.store = cfg.Pipeline.Executor, cfg.Registry
 	// Locations and parallelism do not change the numbers.
 	s.key.Eval.Out, s.key.Eval.Parallelism, s.key.Eval.TracesDir = "", 0, ""
 	s.key.Eval.Nodes, s.key.Eval.Paper = "", ""
@@ -129,6 +141,13 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	}
 	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
 		Force: true, Log: env.Log, Progress: env.Terminal}
+	if s.exec.Kind == "kubernetes" {
+		cleanup, err := s.remote(ctx, env, ec, &opts, roles.Pretrained, roles.Candidate)
+		defer cleanup()
+		if err != nil {
+			return pipeline.Result{}, err
+		}
+	}
 	var err error
 	if s.evaluate != nil {
 		full := s.full
@@ -162,6 +181,43 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 		return pipeline.Result{}, err
 	}
 	return pipeline.Result{Metric: candidateMean(scores, s.metric, roles.Candidate, names[0])}, nil
+}
+
+// remote has opts run the cells as kubernetes executor pods: it ships the checkpoints of
+// the ckpt: policies to the store by digest, so that each pod reads them from there
+// (`schedrl eval --checkpoint-from-store DIR=KEY`). cleanup deletes what was shipped.
+func (s *evalStage) remote(ctx context.Context, env pipeline.Env, ec config.EvalConfig, opts *eval.Options, checkpoints ...string) (func(), error) {
+	x, err := executor.New(s.exec, s.store, env.Log)
+	if err != nil {
+		return func() {}, err
+	}
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	prefix := "inputs/eval-" + hex.EncodeToString(suffix)
+	var shipped []string
+	cleanup := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), s.store.Deadline)
+		defer cancel()
+		if err := executor.DeleteBlobs(ctx, s.store, shipped); err != nil {
+			env.Log.Warn("shipped checkpoints not deleted", "err", err)
+		}
+	}
+	args := eval.ShardArgs(ec)
+	for _, p := range checkpoints {
+		dir := strings.TrimPrefix(p, "ckpt:")
+		key, blobs, err := executor.PutCheckpoint(ctx, s.store, prefix, dir)
+		shipped = append(shipped, blobs...)
+		if err != nil {
+			return cleanup, fmt.Errorf("ship checkpoint %s: %w", dir, err)
+		}
+		env.Log.Info("checkpoint shipped", "dir", dir, "key", key)
+		args = append(args, "--checkpoint-from-store="+dir+"="+key)
+	}
+	opts.Shards = s.exec.ShardCount(math.MaxInt32)
+	opts.Remote = func(ctx context.Context, n int, local func(context.Context, int) ([]byte, error)) ([][]byte, error) {
+		return x.Run(ctx, executor.Work{Name: "eval", Shards: n, Local: local, Args: args})
+	}
+	return cleanup, nil
 }
 
 // candidateMean is the candidate's mean score on workload, nil when it has none.

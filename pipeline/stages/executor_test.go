@@ -16,6 +16,7 @@ import (
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/internal/config"
+	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/pipeline"
 )
 
@@ -60,6 +61,27 @@ func TestStageKeysIgnoreTheExecutor(t *testing.T) {
 	if got := keys(t, p, cfg.Pipeline.Dir); !slices.Equal(got, want) {
 		t.Errorf("keys with the kubernetes executor %v, want %v", got, want)
 	}
+	// Nor does a published version's lineage.
+	a, errA := configHash(cfg)
+	b, errB := configHash(other)
+	if errA != nil || errB != nil || a != b {
+		t.Errorf("config hash %s with the kubernetes executor, %s with the local one (%v, %v)", b, a, errB, errA)
+	}
+	// The eval stage shards the arrival protocol; a timed world stays local.
+	other.Pipeline.Stages = append(other.Pipeline.Stages, "pretrain", "finetune", "eval")
+	other.Registry.Store = "file://" + t.TempDir()
+	other.Finetune.Nodes, other.Finetune.TracesDir, other.Eval.Nodes = repotest.OpenbNodes(), repotest.OpenbDir(), repotest.OpenbNodes()
+	other.Eval.PaperOverlay = false
+	deps := Deps{ResolvePolicy: eval.Heuristics, Pretrain: notRun, Finetune: notRun}
+	if _, err := Build(other, deps); err != nil {
+		t.Errorf("the eval stage refused the kubernetes executor: %v", err)
+	}
+	timed := other
+	timed.Eval.Timed.Kind = "tasks"
+	if _, err := Build(timed, deps); err == nil || !strings.Contains(err.Error(), "pipeline.executor.kind") {
+		t.Errorf("a timed eval stage took the kubernetes executor: %v", err)
+	}
+	other.Pipeline.Stages = other.Pipeline.Stages[:2]
 	other.Finetune.Env = env.MAIFSName
 	if _, err := Build(other, Deps{}); err == nil || !strings.Contains(err.Error(), "pipeline.executor.kind") {
 		t.Errorf("the maifs logs stage took the kubernetes executor: %v", err)

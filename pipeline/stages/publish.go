@@ -61,10 +61,11 @@ func newPublish(cfg config.Config, reg *registry.Registry) (pipeline.Stage, erro
 		key: publishKey{Model: cfg.Pipeline.Model, Store: cfg.Registry.Store, Gate: cfg.Pipeline.Gate}, configHash: ch}, nil
 }
 
-// configHash is the sha256 of the pipeline's config as JSON with the registry section left
-// out: where a version is published, and with which credentials, does not make it.
+// configHash is the sha256 of the pipeline's config as JSON with the registry section and
+// pipeline.executor left out: where a version is published, with which credentials, and
+// where its stages ran do not make it.
 func configHash(cfg config.Config) (string, error) {
-	cfg.Registry = config.RegistryConfig{}
+	cfg.Registry, cfg.Pipeline.Executor = config.RegistryConfig{}, config.ExecutorConfig{}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return "", fmt.Errorf("publish: hash the config: %w", err)
