@@ -43,6 +43,16 @@ var timedKinds = map[string]timedKind{}
 
 func registerTimedKind(name string, k timedKind) { timedKinds[name] = k }
 
+// A localKind's world reads config that no eval flag carries, so a pod, which gets the eval
+// section as flags, cannot run it.
+type localKind interface{ localOnly() }
+
+// LocalOnly tells whether the timed kind runs on the local executor only.
+func LocalOnly(kind string) bool {
+	_, ok := timedKinds[kind].(localKind)
+	return ok
+}
+
 // timedPlan is a timed evaluation resolved and loaded: its world and its cells (runs), in
 // the order of the report; result k's runs are cells[first[k]:first[k+1]].
 type timedPlan struct {
