@@ -151,7 +151,7 @@ func runJobsFungible(_ context.Context, opts *jobsFungibleOptions) error {
 		if err != nil {
 			return err
 		}
-		cfg.Policy, ruleName = mp, "maifs"
+		cfg.Policy, ruleName = mp, maifsRule
 	}
 	var rec *fungible.RoundLog
 	if opts.Log != "" {
