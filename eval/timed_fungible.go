@@ -26,6 +26,8 @@ func init() { registerTimedKind("fungible", fungibleKind{}) }
 // without the coordination graph.
 type fungibleKind struct{}
 
+func (fungibleKind) gavelTables() {}
+
 // FungibleFactory makes one run's round policy (each run its own: a learned policy keeps a
 // network's buffers and counts its decisions).
 type FungibleFactory func() (fungible.RoundPolicy, error)

@@ -17,6 +17,8 @@ func init() { registerTimedKind("jobs", jobsKind{}) }
 // generated mixes jobs=N,lam=S[,multigpu].
 type jobsKind struct{}
 
+func (jobsKind) gavelTables() {}
+
 type jobsWorld struct {
 	cfg      config.TimedEvalConfig
 	cluster  jobs.Cluster
