@@ -617,8 +617,7 @@ func (wr *rolloutWorker) load(ctx context.Context, net *nn.Net, digest string) e
 	if err != nil {
 		return err
 	}
-	nn.NoGrad(func() { err = net.VS.Load(f.Name()) })
-	if err != nil {
+	if err := nn.LoadWeights(net, f.Name()); err != nil {
 		return fmt.Errorf("rollout worker %d: weights %s: %w", wr.w, digest, err)
 	}
 	return nil
