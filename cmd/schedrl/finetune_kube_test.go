@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,4 +136,43 @@ finetune:
 	default:
 		t.Error("no rollout pod was seen running, so none was deleted")
 	}
+
+	// On request, the throughput of docs/results/2026-12-06-rollout-workers.md: the default
+	// rollout shape (8 copies of 256- and 512-node episodes, 128 steps) in one process, and
+	// on 4 workers of either executor. Logged, not asserted.
+	steps := os.Getenv("SCHEDRL_ROLLOUT_BENCH_STEPS")
+	if steps == "" {
+		return
+	}
+	for _, run := range []struct{ kind, workers string }{{"local", "0"}, {"local", "4"}, {"kubernetes", "4"}} {
+		out := filepath.Join(dir, "bench-"+run.kind+"-"+run.workers)
+		runSchedrl(t, env, "finetune", "--config", config(run.kind), "--out", out, "--set", "finetune.rollout_workers="+run.workers,
+			"--set", "finetune.num_envs=8", "--set", "finetune.rollout_steps=128", "--set", "finetune.cluster_sizes=256,512",
+			"--set", "finetune.epochs=2", "--set", "finetune.minibatches=4", "--set", "finetune.eval_cluster_size=256",
+			"--set", "finetune.total_steps="+steps)
+		data, err := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var r struct {
+				Total   float64 `json:"env_steps_per_s"`
+				Rollout float64 `json:"rollout_env_steps_per_s"`
+			}
+			if err := json.Unmarshal([]byte(l), &r); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, fmt.Sprintf("%.0f/%.0f", r.Total, r.Rollout))
+		}
+		t.Logf("bench %s executor, rollout_workers %s: env steps/s per update (whole update / rollout alone): %s; load %s",
+			run.kind, run.workers, strings.Join(lines, " "), loadavg())
+	}
+}
+
+// loadavg is the machine's 1-, 5- and 15-minute load averages.
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(data))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
