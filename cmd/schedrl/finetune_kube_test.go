@@ -140,7 +140,7 @@ finetune:
 	// On request, the throughput of docs/results/2026-12-06-rollout-workers.md: the default
 	// rollout shape (8 copies of 256- and 512-node episodes, 128 steps) in one process, and
 	// on 4 workers of either executor. Logged, not asserted.
-	steps := os.Getenv("SCHEDRL_ROLLOUT_BENCH_STEPS")
+	steps := os.Getenv("BENCH_ROLLOUT_STEPS")
 	if steps == "" {
 		return
 	}
