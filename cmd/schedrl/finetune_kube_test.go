@@ -147,7 +147,7 @@ finetune:
 	for _, run := range []struct{ kind, workers string }{{"local", "0"}, {"local", "4"}, {"kubernetes", "4"}} {
 		out := filepath.Join(dir, "bench-"+run.kind+"-"+run.workers)
 		runSchedrl(t, env, "finetune", "--config", config(run.kind), "--out", out, "--set", "finetune.rollout_workers="+run.workers,
-			"--set", "finetune.num_envs=8", "--set", "finetune.rollout_steps=128", "--set", "finetune.cluster_sizes=256,512",
+			"--set", "finetune.num_envs=8", "--set", "finetune.rollout_steps=128", "--set", "finetune.cluster_sizes=[256, 512]",
 			"--set", "finetune.epochs=2", "--set", "finetune.minibatches=4", "--set", "finetune.eval_cluster_size=256",
 			"--set", "finetune.total_steps="+steps)
 		data, err := os.ReadFile(filepath.Join(out, "metrics.jsonl"))
