@@ -381,16 +381,21 @@ func (r *remoteRollouts) deleteAll(ctx context.Context, prefix string) {
 	}
 }
 
-// close stops the workers (a stop task for the next update), waits for them a while, and
-// removes the run's files.
+// close stops the workers, waits for them a while, and removes the run's files. next is the
+// update the learner would hand out next: its task stops the workers, or, when a failed
+// update already handed it out, the one after it does.
 func (r *remoteRollouts) close(next int) {
 	defer os.RemoveAll(r.tmp)
 	if !r.started {
 		return
 	}
 	ctx := context.Background()
-	t, _ := json.Marshal(task{Update: next, Stop: true})
-	if err := create(ctx, r.store, taskKey(r.prefix, next), t); err == nil {
+	var err error
+	for _, u := range []int{next, next + 1} {
+		t, _ := json.Marshal(task{Update: u, Stop: true})
+		err = errors.Join(err, create(ctx, r.store, taskKey(r.prefix, u), t))
+	}
+	if err == nil {
 		select {
 		case <-r.ended:
 		case <-time.After(time.Minute):
