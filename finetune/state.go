@@ -40,10 +40,11 @@ type runState struct {
 	EnvSteps int64       `json:"env_steps"`
 	RNG      []byte      `json:"rng"` // the run's PCG state
 	Slots    []slotState `json:"slots"`
+	Evals    []evalPoint `json:"evals"`
+	Seconds  float64     `json:"seconds"` // wall time spent before this checkpoint
+
 	// WorkerRNG is each rollout worker's PCG state (finetune.rollout_workers > 0).
-	WorkerRNG [][]byte    `json:"worker_rng,omitempty"`
-	Evals     []evalPoint `json:"evals"`
-	Seconds   float64     `json:"seconds"` // wall time spent before this checkpoint
+	WorkerRNG [][]byte `json:"worker_rng,omitempty"`
 }
 
 // evalPoint is a held-out evaluation during training.
