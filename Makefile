@@ -62,17 +62,19 @@ NOCGO_PKGS = $$(bash scripts/packages.sh nocgo)
 
 ## test: setup, the package boundary, the no-cgo packages with CGO_ENABLED=0, then all tests
 ## (-k: both test runs go on after a failure, so one CI log shows every failing package), and
-## last the README walk
+## last the README walk. A package's tests may take longer than go test's default 10 minutes on
+## a loaded machine (cmd/schedrl starts real servers and a node and runs smoke pipelines): TEST_TIMEOUT.
+TEST_TIMEOUT ?= 60m
 test: setup
 	bash scripts/packages.sh check
 	$(MAKE) --no-print-directory -k test-nocgo test-all
 	$(MAKE) --no-print-directory test-readme
 
 test-nocgo:
-	CGO_ENABLED=0 GOWORK=off $(GO) test $(NOCGO_PKGS)
+	CGO_ENABLED=0 GOWORK=off $(GO) test -timeout $(TEST_TIMEOUT) $(NOCGO_PKGS)
 
 test-all:
-	$(TORCH_ENV) $(GO) test $(PKGS)
+	$(TORCH_ENV) $(GO) test -timeout $(TEST_TIMEOUT) $(PKGS)
 
 ## test-readme: every command of README.md, in order, in a fresh clone of HEAD (committed work
 ## only), at smoke size or skipped with a reason (scripts/readme-walk.sh, docs/readme-walk.md)

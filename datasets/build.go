@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/schedrl/schedrl/env"
@@ -18,7 +22,7 @@ import (
 // BuildOptions configures Build.
 type BuildOptions struct {
 	Logs         string // glob of decision logs
-	Env          string // environment name: env.PlacementName or env.DefragName
+	Env          string // environment name, one with rows (registerRowEnv)
 	Out          string // dataset directory
 	Force        bool   // replace an existing Out
 	Nodes        string // optional node-list CSV every log header must match
@@ -45,9 +49,9 @@ type BuildStats struct {
 // and writes the dataset to o.Out through a temporary directory: a failed build leaves nothing.
 func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	start := time.Now()
-	replay, ok := replayers[o.Env]
+	renv, ok := rowEnvs[o.Env]
 	if !ok {
-		return nil, BuildStats{}, fmt.Errorf("env %q: datasets can be built for %q and %q", o.Env, env.PlacementName, env.DefragName)
+		return nil, BuildStats{}, fmt.Errorf("env %q: datasets can be built for %s", o.Env, rowEnvNames())
 	}
 	spec, _ := env.SpecOf(o.Env)
 	if o.ShardRows < 1 || o.RowGroupRows < 1 || o.Gamma <= 0 || o.Gamma > 1 || o.ValFraction < 0 || o.ValFraction >= 1 {
@@ -74,12 +78,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	}
 	defer dir.Abort()
 
-	var optsJSON []byte
-	if o.Env == env.DefragName {
-		optsJSON, _ = json.Marshal(o.Defrag)
-	} else {
-		optsJSON, _ = json.Marshal(o.EnvOptions)
-	}
+	optsJSON, _ := json.Marshal(renv.options(o))
 	m := &Manifest{
 		SchemaVersion: SchemaVersion, FeatureSpec: spec.Version, Env: o.Env, EnvOptions: optsJSON,
 		ValFraction: o.ValFraction, SplitSeed: o.Seed, Gamma: o.Gamma, Splits: map[string]*SplitInfo{},
@@ -97,7 +96,7 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 	contexts := map[string]string{} // sha256 -> relative path
 	var reward, ret statsAcc
 	var stats BuildStats
-	err = replayAll(logs, o, nodes, replay, func(i int, ep *episode) error {
+	err = replayAll(logs, o, nodes, renv.replay, func(i int, ep *episode) error {
 		ctxPath, err := writeContext(dir.Tmp, ep.context, contexts, m)
 		if err != nil {
 			return err
@@ -159,7 +158,35 @@ func Build(o BuildOptions) (*Manifest, BuildStats, error) {
 // replayFunc turns one decision log into an episode of an environment's transitions.
 type replayFunc func(path string, o BuildOptions, nodes []sim.Node) (*episode, error)
 
-var replayers = map[string]replayFunc{env.PlacementName: replayPlacement, env.DefragName: replayDefrag}
+// rowEnv is how an environment's transitions-v1 rows are made and read back: each
+// environment registers its own (registerRowEnv) in its file.
+type rowEnv struct {
+	replay replayFunc
+	// options are the environment's options of o, recorded in the manifest.
+	options func(o BuildOptions) any
+	// decodeStart decodes one of its context files.
+	decodeStart func(data []byte) (start, error)
+}
+
+var rowEnvs = map[string]rowEnv{}
+
+// registerRowEnv adds the rows of the environment name; a second registration is a programming
+// error.
+func registerRowEnv(name string, r rowEnv) {
+	if _, dup := rowEnvs[name]; dup {
+		panic("datasets: rows of " + name + " registered twice")
+	}
+	rowEnvs[name] = r
+}
+
+// rowEnvNames lists the environments with rows, quoted and sorted, for errors.
+func rowEnvNames() string {
+	var q []string
+	for _, n := range slices.Sorted(maps.Keys(rowEnvs)) {
+		q = append(q, strconv.Quote(n))
+	}
+	return strings.Join(q, ", ")
+}
 
 // writeContext stores an episode's start once per distinct content and returns its path.
 func writeContext(root string, ctx any, seen map[string]string, m *Manifest) (string, error) {

@@ -1,7 +1,6 @@
 package datasets
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -96,21 +95,11 @@ func OpenEnv(dir, envName string) (*Dataset, error) {
 
 // decodeStart decodes a context file of the named environment.
 func decodeStart(envName string, data []byte) (start, error) {
-	switch envName {
-	case env.PlacementName:
-		var ctx env.Context
-		if err := json.Unmarshal(data, &ctx); err != nil {
-			return nil, err
-		}
-		return placementStart{ctx}, nil
-	case env.DefragName:
-		var ctx DefragContext
-		if err := json.Unmarshal(data, &ctx); err != nil {
-			return nil, err
-		}
-		return &ctx, nil
+	renv, ok := rowEnvs[envName]
+	if !ok {
+		return nil, fmt.Errorf("no episode rebuild for environment %q", envName)
 	}
-	return nil, fmt.Errorf("no episode rebuild for environment %q", envName)
+	return renv.decodeStart(data)
 }
 
 // reserveCaches makes sure n reader goroutines have their own caches.

@@ -1,6 +1,7 @@
 package datasets
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,6 +10,20 @@ import (
 	"github.com/schedrl/schedrl/policy"
 	"github.com/schedrl/schedrl/sim"
 )
+
+func init() {
+	registerRowEnv(env.DefragName, rowEnv{
+		replay:  replayDefrag,
+		options: func(o BuildOptions) any { return o.Defrag },
+		decodeStart: func(data []byte) (start, error) {
+			var ctx DefragContext
+			if err := json.Unmarshal(data, &ctx); err != nil {
+				return nil, err
+			}
+			return &ctx, nil
+		},
+	})
+}
 
 // DefragContext is a defrag episode's start: the cluster snapshot (nodes, typical shapes,
 // running tasks with their GPUs, pending queue), the migration budget and reward weights, and

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io"
@@ -59,6 +60,20 @@ func (l *logFile) info() FileInfo {
 }
 
 func (l *logFile) close() { l.f.Close() }
+
+func init() {
+	registerRowEnv(env.PlacementName, rowEnv{
+		replay:  replayPlacement,
+		options: func(o BuildOptions) any { return o.EnvOptions },
+		decodeStart: func(data []byte) (start, error) {
+			var ctx env.Context
+			if err := json.Unmarshal(data, &ctx); err != nil {
+				return nil, err
+			}
+			return placementStart{ctx}, nil
+		},
+	})
+}
 
 // replayPlacement replays one decision log through the simulator and the placement environment,
 // validating every event, and returns its transitions. Errors name the file and line.

@@ -23,7 +23,7 @@ const DefragName = "defrag"
 // other_gain the other end's (stage one: the best target on another node; stage two: the
 // picked task's source), so a row holds both halves of a migration's fragment change — what
 // the greedy expert ranks by.
-var defragSpec = Spec{
+var defragSpec = registerSpec(Spec{
 	Env: DefragName, Version: DefragSpec, Stages: 2,
 	Node: []string{
 		"cpu_free", "mem_free", "gpus", "gpu_idle", "gpu_full_free", "gpu_max_free", "frag",
@@ -31,7 +31,7 @@ var defragSpec = Spec{
 	},
 	Task:   []string{"cpu", "mem", "num_gpu", "gpu_milli", "sharing", "cpu_only", "constrained", "gpu_total"},
 	Global: []string{"gpu_alloc", "frag_ratio", "frag_capacity", "budget_left", "stage", "pending_placeable"},
-}
+})
 
 // DefragOptions are the migration budget and reward weights: a migration's reward is
 // Fragment x fragment removed + Pending x pending GPU work that became placeable - Cost x

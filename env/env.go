@@ -12,6 +12,9 @@ package env
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/schedrl/schedrl/sim"
 )
@@ -76,13 +79,25 @@ func grow[T any](buf []T, n int) []T {
 	return buf[:n]
 }
 
+// specs are the environments' observation layouts by name: each environment registers its own
+// (registerSpec) beside its definition.
+var specs = map[string]Spec{}
+
+// registerSpec adds s under its environment's name and returns it; a second spec of the same
+// name is a programming error.
+func registerSpec(s Spec) Spec {
+	if _, dup := specs[s.Env]; dup {
+		panic("env: spec of " + s.Env + " registered twice")
+	}
+	specs[s.Env] = s
+	return s
+}
+
 // SpecOf returns the observation layout of a named environment.
 func SpecOf(name string) (Spec, error) {
-	switch name {
-	case PlacementName:
-		return placementSpec, nil
-	case DefragName:
-		return defragSpec, nil
+	s, ok := specs[name]
+	if !ok {
+		return Spec{}, fmt.Errorf("unknown environment %q (have %s)", name, strings.Join(slices.Sorted(maps.Keys(specs)), ", "))
 	}
-	return Spec{}, fmt.Errorf("unknown environment %q (have %s, %s)", name, PlacementName, DefragName)
+	return s, nil
 }

@@ -14,7 +14,7 @@ const PlacementSpec = "placement-v1"
 // PlacementName is the environment's name in configs and manifests.
 const PlacementName = "placement"
 
-var placementSpec = Spec{
+var placementSpec = registerSpec(Spec{
 	Env: PlacementName, Version: PlacementSpec, Stages: 1,
 	Node: []string{
 		"cpu_free", "mem_free", "gpus", "gpu_idle", "gpu_full_free", "gpu_max_free", "frag",
@@ -24,7 +24,7 @@ var placementSpec = Spec{
 	Global: []string{
 		"gpu_alloc", "cpu_alloc", "mem_alloc", "frag_ratio", "frag_capacity", "arrived", "feasible_frac",
 	},
-}
+})
 
 // Options are the placement reward weights: reward = Placed x GPUs placed - Fragment x fragment
 // added (both in GPUs), so the return follows the allocation the paper measures while each step

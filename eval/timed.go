@@ -43,6 +43,49 @@ var timedKinds = map[string]timedKind{}
 
 func registerTimedKind(name string, k timedKind) { timedKinds[name] = k }
 
+// A gavelKind's world reads Gavel's tables and trace files (or generates its workloads) instead
+// of eval.nodes and trace references.
+type gavelKind interface{ gavelTables() }
+
+// InputFiles are the files, by name, whose content decides cfg's numbers: what an evaluation's
+// cache key hashes. A Gavel world's are its tables and trace files; any other's eval.nodes,
+// the paper's numbers when overlaid, and the trace references resolved (their error
+// unwrapped, for the caller to name the key).
+func InputFiles(cfg config.EvalConfig) (map[string]string, error) {
+	if _, ok := timedKinds[cfg.Timed.Kind].(gavelKind); ok {
+		t := cfg.Timed
+		files := map[string]string{"throughputs": t.Throughputs, "profiles": t.Profiles, "synergy_map": t.SynergyMap}
+		for _, raw := range cfg.Traces {
+			if raw = strings.TrimSpace(raw); !strings.HasPrefix(raw, "jobs=") {
+				files["trace "+raw] = raw
+			}
+		}
+		return files, nil
+	}
+	files := map[string]string{"nodes": cfg.Nodes}
+	if cfg.PaperOverlay {
+		files["paper"] = cfg.Paper
+	}
+	for _, t := range cfg.Traces {
+		ref, err := ParseTraceRef(t, cfg.TracesDir)
+		if err != nil {
+			return nil, err
+		}
+		files["trace "+ref.Name] = ref.Path
+	}
+	return files, nil
+}
+
+// A localKind's world reads config that no eval flag carries, so a pod, which gets the eval
+// section as flags, cannot run it.
+type localKind interface{ localOnly() }
+
+// LocalOnly tells whether the timed kind runs on the local executor only.
+func LocalOnly(kind string) bool {
+	_, ok := timedKinds[kind].(localKind)
+	return ok
+}
+
 // timedPlan is a timed evaluation resolved and loaded: its world and its cells (runs), in
 // the order of the report; result k's runs are cells[first[k]:first[k+1]].
 type timedPlan struct {

@@ -30,6 +30,9 @@ type DefragResolver func(PolicyRef) (DefragFactory, error)
 // `schedrl defrag online` runs them.
 type defragOnlineKind struct{}
 
+// localOnly: the world reads the whole defrag_online section.
+func (defragOnlineKind) localOnly() {}
+
 type defragOnlineWorld struct {
 	sec      config.DefragOnlineConfig
 	oc       online.Config

@@ -26,6 +26,8 @@ func init() { registerTimedKind("fungible", fungibleKind{}) }
 // without the coordination graph.
 type fungibleKind struct{}
 
+func (fungibleKind) gavelTables() {}
+
 // FungibleFactory makes one run's round policy (each run its own: a learned policy keeps a
 // network's buffers and counts its decisions).
 type FungibleFactory func() (fungible.RoundPolicy, error)
@@ -64,17 +66,12 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options)
 		}
 		w.serverGPUs = n
 	}
-	var err error
-	if w.cluster, err = fungible.NewMixCluster(t.Cluster, w.serverGPUs); err != nil {
-		return nil, fmt.Errorf("timed.cluster: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(t.Throughputs)
+	world, err := fungible.LoadWorld(timedWorldSpec(t, w.serverGPUs), "timed.")
 	if err != nil {
-		return nil, fmt.Errorf("timed.throughputs: %w", err)
-	}
-	if w.model, err = speedModelOf(t, table); err != nil {
 		return nil, err
 	}
+	w.cluster, w.model = world.Cluster, world.Model
+	table := world.Table
 	learned := map[int]PolicyRef{}
 	decodes := map[int]string{}
 	for i, p := range cfg.Policies {

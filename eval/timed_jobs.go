@@ -17,6 +17,8 @@ func init() { registerTimedKind("jobs", jobsKind{}) }
 // generated mixes jobs=N,lam=S[,multigpu].
 type jobsKind struct{}
 
+func (jobsKind) gavelTables() {}
+
 type jobsWorld struct {
 	cfg      config.TimedEvalConfig
 	cluster  jobs.Cluster
@@ -109,7 +111,7 @@ func gavelWorkloads(cfg config.EvalConfig, seeds []uint64, table *jobs.Throughpu
 				return nil, nil, nil, fmt.Errorf("traces[%d]: %w", i, err)
 			}
 			if model == nil {
-				m, err := speedModelOf(cfg.Timed, table)
+				m, err := fungible.ModelOf(table, timedWorldSpec(cfg.Timed, 0), "timed.")
 				if err != nil {
 					return nil, nil, nil, err
 				}
@@ -153,15 +155,8 @@ func gavelWorkloadName(raw string) string {
 	return strings.TrimSuffix(filepath.Base(raw), ".trace")
 }
 
-// speedModelOf is Gavel's table with Synergy's profiles through the job-type mapping.
-func speedModelOf(t config.TimedEvalConfig, table *jobs.Throughputs) (fungible.SpeedModel, error) {
-	profiles, err := fungible.LoadProfiles(t.Profiles)
-	if err != nil {
-		return fungible.SpeedModel{}, fmt.Errorf("timed.profiles: %w", err)
-	}
-	sens, err := fungible.LoadSensitivity(t.SynergyMap, profiles)
-	if err != nil {
-		return fungible.SpeedModel{}, fmt.Errorf("timed.synergy_map: %w", err)
-	}
-	return fungible.SpeedModel{Tput: fungible.GavelTable(table), Sens: sens}, nil
+// timedWorldSpec is the fungible world of the timed section, with servers of serverGPUs.
+func timedWorldSpec(t config.TimedEvalConfig, serverGPUs int) fungible.WorldSpec {
+	return fungible.WorldSpec{Cluster: t.Cluster, ServerGPUs: serverGPUs, Throughputs: t.Throughputs,
+		Profiles: t.Profiles, Mapping: t.SynergyMap, MappingKey: "synergy_map"}
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/schedrl/schedrl/fungible"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
-	"github.com/schedrl/schedrl/jobs"
 )
 
 // timedConfig is a small timed eval of kind on the vendored Gavel and Synergy tables.
@@ -210,11 +209,7 @@ func TestRunTimedFungibleRunsGavelsLPs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table, err := jobs.LoadThroughputs(cfg.Timed.Throughputs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	model, err := fungible.LoadSpeedModel(table, cfg.Timed.Profiles, cfg.Timed.SynergyMap)
+	model, err := fungible.LoadModel(timedWorldSpec(cfg.Timed, 8), "timed.")
 	if err != nil {
 		t.Fatal(err)
 	}

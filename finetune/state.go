@@ -42,6 +42,9 @@ type runState struct {
 	Slots    []slotState `json:"slots"`
 	Evals    []evalPoint `json:"evals"`
 	Seconds  float64     `json:"seconds"` // wall time spent before this checkpoint
+
+	// WorkerRNG is each rollout worker's PCG state (finetune.rollout_workers > 0).
+	WorkerRNG [][]byte `json:"worker_rng,omitempty"`
 }
 
 // evalPoint is a held-out evaluation during training.

@@ -33,6 +33,9 @@ type Options struct {
 	// StopAfter ends the run cleanly after this many updates in this process (0: run to the
 	// budget); the run directory can be resumed. Tests use it to interrupt a run.
 	StopAfter int
+	// worker, when set, makes the run a rollout worker of another process's run
+	// (RolloutWorker) instead.
+	worker *rolloutWorker
 }
 
 // Result summarises a finished (or stopped) run.
@@ -161,13 +164,23 @@ func runLoop(ctx context.Context, cfg config.Config, o Options, newLoop func(con
 // singleAgent is the fine-tuning of a family whose episodes src builds: the single-agent
 // trainer below in runLoop.
 func singleAgent[S episodeSource](src func(config.Config) (S, error)) RunFunc {
-	return onLoop(func(cfg config.Config, o Options) (loop, error) {
+	learn := onLoop(func(cfg config.Config, o Options) (loop, error) {
 		eps, err := src(cfg)
 		if err != nil {
 			return nil, err
 		}
 		return newTrainer(cfg, o, eps)
 	})
+	return func(ctx context.Context, cfg config.Config, o Options) (Result, error) {
+		if o.worker == nil {
+			return learn(ctx, cfg, o)
+		}
+		eps, err := src(cfg)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{}, o.worker.run(ctx, eps)
+	}
 }
 
 // loop is a run in progress, what a family supplies to Run's update loop: the single-agent
@@ -204,6 +217,7 @@ type trainer struct {
 	learner *learner
 	pool    *pool
 	workers int
+	remote  *remoteRollouts // nil: the copies step in pool
 
 	clock
 	pcg *rand.PCG
@@ -256,6 +270,12 @@ func newTrainer(cfg config.Config, o Options, eps episodeSource) (*trainer, erro
 	}
 	t.rng = rand.New(t.pcg)
 	t.r = newRollout(fc.RolloutSteps, fc.NumEnvs)
+	if fc.RolloutWorkers > 0 {
+		if t.remote, err = newRemoteRollouts(cfg, t.st, t.m.pol.net.Arch, t.log); err != nil {
+			t.rec.close()
+			return nil, err
+		}
+	}
 	return t, nil
 }
 
@@ -263,7 +283,7 @@ func newTrainer(cfg config.Config, o Options, eps episodeSource) (*trainer, erro
 // network once per run.
 func (t *trainer) begin() error {
 	fc := t.cfg.Finetune
-	if t.st.Update == 0 {
+	if t.st.Update == 0 && t.remote == nil { // rollout workers start their own
 		if err := t.pool.startFresh(allSlots(fc.NumEnvs), t.rng); err != nil {
 			return err
 		}
@@ -303,7 +323,12 @@ func progressBar(w io.Writer, c *clock) *progressbar.ProgressBar {
 
 func (c *clock) counters() *clock { return c }
 
-func (t *trainer) close() { t.rec.close() }
+func (t *trainer) close() {
+	if t.remote != nil {
+		t.remote.close(t.st.Update)
+	}
+	t.rec.close()
+}
 
 func (t *trainer) haveRef() bool { return t.m.ref != nil }
 
@@ -363,7 +388,12 @@ func schedule(fc config.FinetuneConfig, update, updates int, haveRef bool) (lr, 
 }
 
 // rollout steps every environment copy rollout_steps times with the trained network.
-func (t *trainer) rollout() error { return t.pool.collect(t.m.pol, t.r, t.rng) }
+func (t *trainer) rollout() error {
+	if t.remote != nil {
+		return t.remote.collect(t.m.pol, t.st.Update, t.r)
+	}
+	return t.pool.collect(t.m.pol, t.r, t.rng)
+}
 
 // update is PPO's epochs over the rollout, then the Polyak average's move.
 func (t *trainer) update(lr, kl float64) (updateStats, error) {
@@ -395,7 +425,11 @@ func (t *trainer) evaluateAndKeepBest() (heldOut, error) {
 // checkpoint writes a resumable checkpoint (Run calls it every checkpoint_every updates and
 // after the last).
 func (t *trainer) checkpoint() error {
-	return t.m.checkpoint(t.cfg.Finetune.Out, t.opt, snapshot(t.st, t.pcg, t.pool))
+	st := snapshot(t.st, t.pcg, t.pool)
+	if t.remote != nil {
+		t.remote.snapshot(&st)
+	}
+	return t.m.checkpoint(t.cfg.Finetune.Out, t.opt, st)
 }
 
 // result sums the run up and, when the budget is spent, makes the run directory the

@@ -86,6 +86,47 @@ func saveSorted(vs *gnn.VarStore, path string) error {
 	return err
 }
 
+// LoadWeights copies the weights of a model.ot file into net, by name, as gotch's
+// VarStore.Load does less its clean-up, which sleeps a second between two garbage
+// collections: a rollout worker loads every update's weights.
+func LoadWeights(net *Net, path string) (err error) {
+	pinned(func() { err = loadWeights(net.VS, net.VS.Device(), path) })
+	return err
+}
+
+func loadWeights(vs *gnn.VarStore, dev gotch.Device, path string) error {
+	loaded, err := ts.LoadMultiWithDevice(path, dev)
+	if err != nil {
+		return fmt.Errorf("load %s: %w", path, err)
+	}
+	defer func() {
+		for _, nt := range loaded {
+			nt.Tensor.MustDrop()
+		}
+	}()
+	byName := make(map[string]*ts.Tensor, len(loaded))
+	for _, nt := range loaded {
+		byName[nt.Name] = nt.Tensor
+	}
+	vars := vs.Variables()
+	if len(byName) != len(vars) {
+		return fmt.Errorf("load %s: %d tensors, the network has %d", path, len(byName), len(vars))
+	}
+	for _, name := range slices.Sorted(maps.Keys(vars)) {
+		src, ok := byName[name]
+		if !ok {
+			return fmt.Errorf("load %s: no tensor %q", path, name)
+		}
+		dst := vars[name]
+		if !slices.Equal(src.MustSize(), dst.MustSize()) {
+			return fmt.Errorf("load %s: tensor %q is %v, the network's %v", path, name, src.MustSize(), dst.MustSize())
+		}
+		ts.NoGrad(func() { dst.Copy_(src) })
+	}
+	runtime.KeepAlive(vs)
+	return nil
+}
+
 // LoadCheckpoint verifies dir's manifest and files, refuses a network for another environment
 // or feature spec than this build encodes, and rebuilds the network on dev from the manifest
 // alone (no config needed).

@@ -31,9 +31,6 @@ func SaveMAIFS(dir string, net *MAIFSNet, lin Lineage) (checkpoint.Manifest, err
 	return checkpoint.Write(dir, m)
 }
 
-// IsMAIFS reports whether a manifest is a multi-agent checkpoint's.
-func IsMAIFS(m checkpoint.Manifest) bool { return m.Model == MAIFSKind || m.Env == env.MAIFSName }
-
 // LoadMAIFS verifies dir and rebuilds its multi-agent network on dev; a checkpoint of another
 // kind, or of another feature layout, is refused with what it is.
 func LoadMAIFS(dir string, dev gotch.Device) (*MAIFSNet, checkpoint.Manifest, error) {

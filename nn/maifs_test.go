@@ -189,7 +189,7 @@ func TestMAIFSCheckpointRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !IsMAIFS(m) || back.Arch != net.Arch {
+	if m.Model != MAIFSKind || m.Env != env.MAIFSName || back.Arch != net.Arch {
 		t.Fatalf("manifest %s/%s, arch %+v, want %+v", m.Model, m.Env, back.Arch, net.Arch)
 	}
 	_, o := maifsObs(t, "8:8:8", 12)

@@ -205,6 +205,23 @@ func TestSaveWeightsDependsOnlyOnTheWeights(t *testing.T) {
 	if !maps.EqualFunc(weights(loaded), weights(testNet(t, 3)), slices.Equal) {
 		t.Fatal("weights read back differ from the saved ones")
 	}
+	// LoadWeights reads them as VarStore.Load does, and refuses another network's file.
+	loaded = testNet(t, 4)
+	if err := LoadWeights(loaded, path); err != nil {
+		t.Fatal(err)
+	}
+	if !maps.EqualFunc(weights(loaded), weights(testNet(t, 3)), slices.Equal) {
+		t.Fatal("LoadWeights read back other weights than the saved ones")
+	}
+	arch := testArch(t)
+	arch.Hidden *= 2
+	wider, err := NewNet(arch, gotch.CPU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := LoadWeights(wider, path); err == nil {
+		t.Error("LoadWeights filled a wider network from a narrower one's file")
+	}
 }
 
 // quadLoss is a loss with gradients on every parameter of the network.

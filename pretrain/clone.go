@@ -42,6 +42,7 @@ func Clone(ctx context.Context, cfg config.Config, o CloneOptions) (family.Summa
 func init() {
 	Register(env.PlacementName, cloneEntity)
 	Register(env.DefragName, cloneEntity)
+	registerJudge(env.PlacementName, expertJudge)
 }
 
 func cloneEntity(ctx context.Context, cfg config.Config, co CloneOptions) (family.Summary, error) {

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/schedrl/schedrl/datasets"
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/nn"
 	"github.com/schedrl/schedrl/policy"
@@ -105,14 +104,30 @@ func (m valMetrics) perStage() []StageMetrics {
 // replays the episode still has to see them).
 type judge func(smp *datasets.Sample, choice int, scored bool) (bool, error)
 
-// newJudge returns the episode's judge: for placement, the expert's own score on the cluster as
-// the expert saw it (replayed here beside the dataset's replay); for defrag, whether the chosen
-// candidate's row is the expert's row bit for bit — an identical row is the same (node, task)
-// situation, which no policy over these features can tell apart.
-func (t *trainer) newJudge(ep datasets.EpisodeInfo) (judge, error) {
-	if t.val.ds.Manifest.Env != env.PlacementName {
-		return sameRow, nil
+// judges make the validation judge of the environments whose judge is more than sameRow,
+// by environment name: each registers its own (registerJudge) beside its cloning.
+var judges = map[string]func(t *trainer, ep datasets.EpisodeInfo) (judge, error){}
+
+// registerJudge adds the judge maker of the environment name; a second one is a programming
+// error.
+func registerJudge(name string, mk func(t *trainer, ep datasets.EpisodeInfo) (judge, error)) {
+	if _, dup := judges[name]; dup {
+		panic("pretrain: judge of " + name + " registered twice")
 	}
+	judges[name] = mk
+}
+
+// newJudge returns the episode's judge: its environment's registered one, else sameRow.
+func (t *trainer) newJudge(ep datasets.EpisodeInfo) (judge, error) {
+	if mk, ok := judges[t.val.ds.Manifest.Env]; ok {
+		return mk(t, ep)
+	}
+	return sameRow, nil
+}
+
+// expertJudge is placement's judge: the expert's own score on the cluster as the expert saw it
+// (replayed here beside the dataset's replay).
+func expertJudge(t *trainer, ep datasets.EpisodeInfo) (judge, error) {
 	expert, err := policy.NewPlacer(t.cfg.Expert)
 	if err != nil {
 		return nil, fmt.Errorf("pretrain.expert: %w", err)
@@ -139,6 +154,9 @@ func (t *trainer) newJudge(ep datasets.EpisodeInfo) (judge, error) {
 	}, nil
 }
 
+// sameRow is the judge of the other environments (defrag): whether the chosen candidate's row
+// is the expert's row bit for bit — an identical row is the same (node, task) situation, which
+// no policy over these features can tell apart.
 func sameRow(smp *datasets.Sample, choice int, _ bool) (bool, error) {
 	o := &smp.Obs
 	nf := len(o.Nodes) / max(1, o.NumNodes)

@@ -232,8 +232,7 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	}
 	xc := cfg.Pipeline.Executor
 	if xc.Kind == "kubernetes" {
-		// The defrag-online world reads the whole defrag_online section, which no flag carries.
-		if ec.Timed.Kind == "defrag-online" {
+		if eval.LocalOnly(ec.Timed.Kind) {
 			return fmt.Errorf("eval: --timed %s runs on the local executor only (docs/distributed.md)", ec.Timed.Kind)
 		}
 		for _, p := range ec.Policies {

@@ -90,7 +90,7 @@ pipeline:
 	remote := filepath.Join(dir, "kubernetes")
 	before := jobNames(ctx, t, client, "eval")
 	deleted := make(chan string, 1)
-	go deleteOneRunningPod(ctx, client, deleted)
+	go deleteOneRunningPod(ctx, client, "eval", deleted)
 	p := runSchedrl(t, env, append(sweep, "--out", remote, "--config", config("store", 8, 2))...)
 	t.Logf("kubernetes, 8 shards, 4 pods at a time: %s", strings.TrimSpace(p.stdout.String()))
 	if !bytes.Equal(metricsWithoutTimings(t, filepath.Join(local, "metrics.json")), metricsWithoutTimings(t, filepath.Join(remote, "metrics.json"))) {
@@ -172,11 +172,11 @@ pipeline:
 	}
 }
 
-// deleteOneRunningPod deletes the first eval pod it sees running, at once (no grace), and
-// says which.
-func deleteOneRunningPod(ctx context.Context, client kubernetes.Interface, deleted chan<- string) {
+// deleteOneRunningPod deletes the first pod of work (the executor's Work.Name) it sees
+// running, at once (no grace), and says which.
+func deleteOneRunningPod(ctx context.Context, client kubernetes.Interface, work string, deleted chan<- string) {
 	for ctx.Err() == nil {
-		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "schedrl.io/work=eval"})
+		pods, err := client.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "schedrl.io/work=" + work})
 		if err == nil {
 			for _, p := range pods.Items {
 				if p.Status.Phase == corev1.PodRunning {

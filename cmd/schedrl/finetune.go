@@ -68,7 +68,7 @@ func newFinetuneCmd(runF func(context.Context, *finetuneOptions) error) *cobra.C
 	markOutput(cmd.Flags(), "out", string(manifestkind.Checkpoint))
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print the result as JSON")
 	config.AddFlags(cmd.Flags(), "")
-	cmd.AddCommand(newFinetunePlotCmd(nil))
+	cmd.AddCommand(newFinetunePlotCmd(nil), newFinetuneWorkerCmd())
 	return cmd
 }
 

@@ -128,20 +128,13 @@ func runJobsFungible(_ context.Context, opts *jobsFungibleOptions) error {
 	if (opts.Trace == "") == (opts.Jobs.Generate == "") {
 		return fmt.Errorf("jobs: the fungible world takes --trace or --generate, one of them")
 	}
-	cluster, err := fungible.NewMixCluster(opts.Cluster, opts.ServerGPUs)
-	if err != nil {
-		return fmt.Errorf("jobs: --cluster: %w", err)
-	}
-	policy := cmp.Or(opts.Policy, "fifo")
-	cfg, ruleName, orderName, err := fungibleDecider(opts, policy)
-	if err != nil {
-		return err
-	}
-	table, err := jobs.LoadThroughputs(opts.Jobs.Throughputs)
+	world, err := fungible.LoadWorld(opts.Jobs.world(opts.Cluster, opts.ServerGPUs), "--")
 	if err != nil {
 		return fmt.Errorf("jobs: %w", err)
 	}
-	m, err := loadSpeedModel(table, opts.Jobs.Profiles, opts.Jobs.Mapping)
+	cluster, m := world.Cluster, world.Model
+	policy := cmp.Or(opts.Policy, "fifo")
+	cfg, ruleName, orderName, err := fungibleDecider(opts, policy)
 	if err != nil {
 		return err
 	}
@@ -158,7 +151,7 @@ func runJobsFungible(_ context.Context, opts *jobsFungibleOptions) error {
 		if err != nil {
 			return err
 		}
-		cfg.Policy, ruleName = mp, "maifs"
+		cfg.Policy, ruleName = mp, maifsRule
 	}
 	var rec *fungible.RoundLog
 	if opts.Log != "" {
@@ -251,15 +244,15 @@ func fungibleWork(opts *jobsFungibleOptions, m fungible.SpeedModel) ([]fungible.
 	return fungible.FromTrace(tr), opts.Trace, nil
 }
 
-// speedModel is Gavel's table with the Synergy profiles and mapping of opts.Fungible.
-func speedModel(opts *jobsOptions, table *jobs.Throughputs) (fungible.SpeedModel, error) {
-	return loadSpeedModel(table, opts.Fungible.Profiles, opts.Fungible.Mapping)
+// world is the fungible world of the source's tables on cluster, for fungible.LoadWorld.
+func (s jobSource) world(cluster string, serverGPUs int) fungible.WorldSpec {
+	return fungible.WorldSpec{Cluster: cluster, ServerGPUs: serverGPUs, Throughputs: s.Throughputs,
+		Profiles: s.Profiles, Mapping: s.Mapping, MappingKey: "synergy-map"}
 }
 
-// loadSpeedModel is Gavel's table with the Synergy profiles of profiles through the job-type
-// mapping of mapping.
-func loadSpeedModel(table *jobs.Throughputs, profiles, mapping string) (fungible.SpeedModel, error) {
-	m, err := fungible.LoadSpeedModel(table, profiles, mapping)
+// model is the speed model of the source's tables over Gavel's table, already loaded.
+func (s jobSource) model(table *jobs.Throughputs) (fungible.SpeedModel, error) {
+	m, err := fungible.ModelOf(table, s.world("", 0), "--")
 	if err != nil {
 		return fungible.SpeedModel{}, fmt.Errorf("jobs: %w", err)
 	}
@@ -283,7 +276,7 @@ func generateWork(spec string, seed uint64, m fungible.SpeedModel) ([]fungible.J
 
 // generatedTrace is a generated workload as the GPU-type world's trace.
 func generatedTrace(s jobSource, seed uint64, table *jobs.Throughputs) (*jobs.Trace, error) {
-	m, err := loadSpeedModel(table, s.Profiles, s.Mapping)
+	m, err := s.model(table)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,9 @@ func isLearnedPolicy(policy string) bool {
 	return strings.HasPrefix(policy, "ckpt:") || strings.Contains(policy, "@")
 }
 
+// maifsRule is a multi-agent checkpoint's rule in a round log's header.
+const maifsRule = env.MAIFSName
+
 // maifsPolicy loads the multi-agent checkpoint that ref names (pulling a registry reference
 // into a temporary directory, which cleanup removes) and runs it as the fungible world's
 // round policy, with the environment options it was trained with.

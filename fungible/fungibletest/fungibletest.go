@@ -13,11 +13,8 @@ import (
 // Model is the speed model the commands use by default.
 func Model(t testing.TB) fungible.SpeedModel {
 	t.Helper()
-	table, err := jobs.LoadThroughputs(repotest.Data("gavel", "simulation_throughputs.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := fungible.LoadSpeedModel(table, repotest.Data("synergy", "profiles.json"), repotest.Data("fungible", "gavel_synergy_models.csv"))
+	m, err := fungible.LoadModel(fungible.WorldSpec{Throughputs: repotest.Data("gavel", "simulation_throughputs.json"),
+		Profiles: repotest.Data("synergy", "profiles.json"), Mapping: repotest.Data("fungible", "gavel_synergy_models.csv")}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,12 @@ type FinetuneConfig struct {
 	NumEnvs      int `mapstructure:"num_envs" yaml:"num_envs"`
 	RolloutSteps int `mapstructure:"rollout_steps" yaml:"rollout_steps"`
 	Workers      int `mapstructure:"workers" yaml:"workers"`
+	// RolloutWorkers, when > 0, rolls out in that many worker processes of
+	// pipeline.executor (goroutines of this process with the local executor, pods of an
+	// Indexed Job with kubernetes), environment copy c on worker c mod RolloutWorkers, each
+	// with update U's weights from the store; the learner here waits for every worker's part
+	// of U before updating (docs/distributed.md). 0: the copies step in this process.
+	RolloutWorkers int `mapstructure:"rollout_workers" yaml:"rollout_workers"`
 	// Stagger spreads the environment copies over their episodes before the first update
 	// (placement only): copy i runs the policy unrecorded until it is i/NumEnvs of the way
 	// through its episode. Otherwise the copies start, and end, their episodes together, and
@@ -181,6 +187,10 @@ func (c FinetuneConfig) Validate() error {
 		return fmt.Errorf("stagger: spreads placement episodes; env %s restarts its short episodes often", c.Env)
 	case c.Workers < 0:
 		return fmt.Errorf("workers: must be >= 0, got %d", c.Workers)
+	case c.RolloutWorkers < 0 || c.RolloutWorkers > c.NumEnvs:
+		return fmt.Errorf("rollout_workers: must be in [0, num_envs = %d] (each worker steps at least one environment copy), got %d", c.NumEnvs, c.RolloutWorkers)
+	case c.RolloutWorkers > 0 && c.Env == "maifs":
+		return fmt.Errorf("rollout_workers: env maifs rolls out in this process only; set 0")
 	case c.TotalSteps < c.NumEnvs*c.RolloutSteps:
 		return fmt.Errorf("total_steps: must cover one update (num_envs x rollout_steps = %d), got %d", c.NumEnvs*c.RolloutSteps, c.TotalSteps)
 	case !(c.Temperature > 0 && c.Temperature <= 10):

@@ -33,6 +33,9 @@ func TestFinetuneValidateNamesField(t *testing.T) {
 		{"candidates", func(c *FinetuneConfig) { c.Candidates = "best" }},
 		{"candidates", func(c *FinetuneConfig) { c.Env, c.Candidates = "defrag", "fgd-best" }},
 		{"stagger", func(c *FinetuneConfig) { c.Env, c.Stagger = "defrag", true }},
+		{"rollout_workers", func(c *FinetuneConfig) { c.RolloutWorkers = c.NumEnvs + 1 }},
+		{"rollout_workers", func(c *FinetuneConfig) { c.RolloutWorkers = -1 }},
+		{"rollout_workers", func(c *FinetuneConfig) { c.Env, c.RolloutWorkers = "maifs", 2 }},
 		{"tie_prior", func(c *FinetuneConfig) { c.TiePrior = -1 }},
 		{"tie_prior", func(c *FinetuneConfig) { c.Env, c.TiePrior = "defrag", 1 }},
 		// 52 is a defrag held-out state even when eval_seeds does not name it.

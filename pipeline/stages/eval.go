@@ -78,28 +78,9 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	files := map[string]string{"nodes": cfg.Eval.Nodes}
-	if cfg.Eval.PaperOverlay {
-		files["paper"] = cfg.Eval.Paper
-	}
-	switch k := cfg.Eval.Timed.Kind; k {
-	case "jobs", "fungible":
-		// Gavel's worlds: trace files or generated workloads, and the tables they run on.
-		t := cfg.Eval.Timed
-		files = map[string]string{"throughputs": t.Throughputs, "profiles": t.Profiles, "synergy_map": t.SynergyMap}
-		for _, raw := range cfg.Eval.Traces {
-			if raw = strings.TrimSpace(raw); !strings.HasPrefix(raw, "jobs=") {
-				files["trace "+raw] = raw
-			}
-		}
-	default:
-		for _, t := range cfg.Eval.Traces {
-			ref, err := eval.ParseTraceRef(t, cfg.Eval.TracesDir)
-			if err != nil {
-				return nil, fmt.Errorf("eval.traces: %w", err)
-			}
-			files["trace "+ref.Name] = ref.Path
-		}
+	files, err := eval.InputFiles(cfg.Eval)
+	if err != nil {
+		return nil, fmt.Errorf("eval.traces: %w", err)
 	}
 	hashes, err := hashFiles("eval", files)
 	if err != nil {

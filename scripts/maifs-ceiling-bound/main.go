@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	"github.com/schedrl/schedrl/fungible"
-	"github.com/schedrl/schedrl/jobs"
 )
 
 func main() {
@@ -46,18 +45,12 @@ func run(cluster string, serverGPUs int, seeds, throughputs, profiles, mapping s
 	if err1 != nil || err2 != nil || hi < lo {
 		return fmt.Errorf("--seeds %q: want FIRST-LAST, FIRST <= LAST", seeds)
 	}
-	c, err := fungible.NewMixCluster(cluster, serverGPUs)
-	if err != nil {
-		return fmt.Errorf("--cluster: %w", err)
-	}
-	table, err := jobs.LoadThroughputs(throughputs)
-	if err != nil {
-		return fmt.Errorf("--throughputs: %w", err)
-	}
-	m, err := fungible.LoadSpeedModel(table, profiles, mapping)
+	w, err := fungible.LoadWorld(fungible.WorldSpec{Cluster: cluster, ServerGPUs: serverGPUs, Throughputs: throughputs,
+		Profiles: profiles, Mapping: mapping}, "--")
 	if err != nil {
 		return err
 	}
+	c, m := w.Cluster, w.Model
 	enc := json.NewEncoder(os.Stdout)
 	for _, spec := range specs {
 		cfg, err := fungible.ParseWorkloadSpec(spec)
