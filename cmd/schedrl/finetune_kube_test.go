@@ -10,74 +10,18 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/schedrl/schedrl/internal/testserver"
 )
 
 // TestFinetuneRolloutWorkersKubernetes: on a real node, `schedrl finetune` with
 // finetune.rollout_workers 4 and the kubernetes executor (an Indexed Job of schedrl's image,
 // the pods meeting the learner in MinIO over the pod network) ends with the model.ot bytes of
-// the same run with the local executor, with one rollout pod deleted mid-way and retried.
+// the same run with the local executor, with one rollout pod deleted mid-way and retried. The
+// node is the one this process's executor tests share.
 func TestFinetuneRolloutWorkersKubernetes(t *testing.T) {
-	if os.Getenv("CGO_ENABLED") == "0" || os.Geteuid() != 0 {
-		t.Skip("needs root and cgo: it runs a kubelet node and builds schedrl's image")
-	}
+	c := executorNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	const ref = "docker.io/schedrl/schedrl:rollout-test"
-	type built struct {
-		archive string
-		err     error
-	}
-	image, imageDir := make(chan built, 1), t.TempDir()
-	go func() {
-		archive, err := testserver.BuildImage(ctx, imageDir, ref)
-		image <- built{archive, err}
-	}()
-	k, err := testserver.StartKube()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	if err := k.StartScheduler(testserver.Extender{}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := k.StartNode(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	img := <-image
-	if img.err != nil {
-		t.Fatal(img.err)
-	}
-	if err := n.ImportImage(ctx, img.archive); err != nil {
-		t.Fatal(err)
-	}
-	minio, err := testserver.StartMinIOOn(n.HostIP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer minio.Close()
-	if err := minio.MakeBucket("parts"); err != nil {
-		t.Fatal(err)
-	}
-	client, err := k.Client()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := k.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "store", Namespace: "default"},
-		StringData: map[string]string{"AWS_ACCESS_KEY_ID": minio.AccessKey, "AWS_SECRET_ACCESS_KEY": minio.SecretKey}}
-	if _, err := client.CoreV1().Secrets("default").Create(ctx, secret, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	minio, client, kubeconfig, ref := c.minio, c.client, c.kubeconfig, executorImage
 	dir := t.TempDir()
 	config := func(kind string) string {
 		path := filepath.Join(dir, kind+".yaml")
@@ -113,7 +57,7 @@ finetune:
 		}
 		return path
 	}
-	env := []string{"AWS_ACCESS_KEY_ID=" + minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + minio.SecretKey}
+	env := c.driverEnv()
 	model := func(kind string) []byte {
 		out := filepath.Join(dir, kind)
 		p := runSchedrl(t, env, "finetune", "--config", config(kind), "--out", out)
