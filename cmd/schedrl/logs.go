@@ -35,10 +35,11 @@ func newLogsExpertCmd() *cobra.Command {
 	var shard, part string
 	cmd := &cobra.Command{
 		Use:   "expert --shard I/N --part KEY",
-		Short: "Write shard I/N of the pipeline's expert decision logs (pipeline.log_seeds) to the registry store",
-		Long: "Runs the sim section's expert on the pipeline.log_seeds seeds whose position modulo N is I,\n" +
-			"stores each decision log under KEY/blobs/SHA256 and the shard's part under KEY: what a pod of the\n" +
-			"pipeline's logs stage runs with pipeline.executor.kind kubernetes. The stage merges the parts.",
+		Short: "Write shard I/N of the pipeline's expert logs (finetune.env's family) to the registry store",
+		Long: "Runs the expert of finetune.env's family on its units whose position modulo N is I (placement:\n" +
+			"the pipeline.log_seeds seeds; defrag-online: the timelines; maifs: the runs), stores each log under\n" +
+			"KEY/blobs/SHA256 and the shard's part under KEY: what a pod of the pipeline's logs stage runs with\n" +
+			"pipeline.executor.kind kubernetes. The stage merges the parts.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(cmd)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
+	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/internal/repotest"
 	"github.com/schedrl/schedrl/pipeline"
@@ -95,39 +96,13 @@ func TestExpertLogsShardsMergeToTheLocalLogs(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Pipeline.Stages = []string{"logs"}
 	cfg.Pipeline.LogSeeds = "42-44"
-	cfg.Registry.Store = "file://" + t.TempDir()
-	local := run(t, cfg).Stages[0].Output.Dir
-	s, err := newExpertLogs(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, parts := shardsMergeToLocal(t, cfg, 3)
 	ctx := context.Background()
-	parts := make([][]byte, 2)
-	for i := range parts {
-		if parts[i], err = ExpertLogsShard(ctx, cfg, eval.Shard{Index: i, Count: 2}, "parts/test", slog.Default()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	merged := t.TempDir()
-	decisions, err := s.merge(ctx, parts, merged, slog.Default())
-	if err != nil {
-		t.Fatal(err)
-	}
-	names, _ := filepath.Glob(filepath.Join(local, "*.jsonl"))
-	if len(names) != 3 || decisions == 0 {
-		t.Fatalf("local logs %v, %d decisions merged", names, decisions)
-	}
-	for _, n := range names {
-		a, _ := os.ReadFile(n)
-		b, err := os.ReadFile(filepath.Join(merged, filepath.Base(n)))
-		if err != nil || !bytes.Equal(a, b) {
-			t.Errorf("%s: the merged log differs from the local one (%v)", filepath.Base(n), err)
-		}
-	}
 	// Merged blobs are deleted; so a second merge of the same parts finds none.
-	if _, err := s.merge(ctx, parts, t.TempDir(), slog.Default()); err == nil || !strings.Contains(err.Error(), "seed 42") {
+	if _, err := s.merge(ctx, parts, t.TempDir(), slog.Default()); err == nil || !strings.Contains(err.Error(), "seed42") {
 		t.Errorf("merge after the blobs were deleted: %v", err)
 	}
+	renamed := bytes.Replace(parts[0], []byte(`-seed42.jsonl"`), []byte(`-seed44.jsonl"`), 1)
 	for _, c := range []struct {
 		name  string
 		parts [][]byte
@@ -135,7 +110,8 @@ func TestExpertLogsShardsMergeToTheLocalLogs(t *testing.T) {
 	}{
 		{"shards swapped", [][]byte{parts[1], parts[0]}, "made for shard 1/2"},
 		{"a shard missing", parts[:1], "made for shard 0/2"},
-		{"other traces", [][]byte{bytes.Replace(parts[0], []byte(`"sha256":"`), []byte(`"sha256":"0`), 1), parts[1]}, "trace files"},
+		{"other traces", [][]byte{bytes.Replace(parts[0], []byte(`"sha256":"`), []byte(`"sha256":"0`), 1), parts[1]}, "input files"},
+		{"a log of another unit", [][]byte{renamed, parts[1]}, "not named for it"},
 		{"not a part", [][]byte{[]byte(`{"schema":"x","extra":1}`), parts[1]}, "unknown field"},
 	} {
 		if _, err := s.merge(ctx, c.parts, t.TempDir(), slog.Default()); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -144,34 +120,82 @@ func TestExpertLogsShardsMergeToTheLocalLogs(t *testing.T) {
 	}
 }
 
-// A logs pod's command gives it the driver's expert logs: the same key (sim section, seeds,
-// trace contents) from the flags alone.
-func TestExpertLogsShardArgsRoundTrip(t *testing.T) {
-	cfg := testConfig(t)
-	cfg.Pipeline.LogSeeds = "42-44,50"
-	cfg.Sim.Policy, cfg.Sim.Tune, cfg.Sim.Coverage = "bestfit", 1.25, 0.9
-	s, err := newExpertLogs(cfg)
+// shardsMergeToLocal runs cfg's logs stage with the local executor, then makes its logs in two
+// shards as pods do (each log stored by sha256 in a file:// store) and merges the parts: the
+// merged folder must hold the local logs byte for byte, at least atLeast of them. It returns the
+// stage and the parts, whose blobs the merge deleted.
+func shardsMergeToLocal(t *testing.T, cfg config.Config, atLeast int) (*shardedLogs, [][]byte) {
+	t.Helper()
+	cfg.Registry.Store = "file://" + t.TempDir()
+	local := run(t, cfg).Stages[0].Output.Dir
+	s := podStage(t, cfg)
+	ctx := context.Background()
+	parts := make([][]byte, 2)
+	var err error
+	for i := range parts {
+		if parts[i], err = ExpertLogsShard(ctx, cfg, eval.Shard{Index: i, Count: 2}, "parts/test", slog.Default()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	merged := t.TempDir()
+	count, err := s.merge(ctx, parts, merged, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := s.shardArgs()
-	if !slices.Equal(args[:2], []string{"logs", "expert"}) {
-		t.Fatalf("pod args %q", args)
+	names, _ := filepath.Glob(filepath.Join(local, "*.jsonl"))
+	got, _ := filepath.Glob(filepath.Join(merged, "*.jsonl"))
+	if len(names) < atLeast || len(got) != len(names) || count == 0 {
+		t.Fatalf("local logs %v, merged %v, count %d", names, got, count)
+	}
+	for _, n := range names {
+		a, _ := os.ReadFile(n)
+		b, err := os.ReadFile(filepath.Join(merged, filepath.Base(n)))
+		if err != nil || !bytes.Equal(a, b) {
+			t.Errorf("%s: the merged log differs from the local one (%v)", filepath.Base(n), err)
+		}
+	}
+	return s, parts
+}
+
+// podStage builds cfg's logs stage from its pod command's flags alone, as `schedrl logs
+// expert` does, and checks that it has the driver's key.
+func podStage(t *testing.T, cfg config.Config) *shardedLogs {
+	t.Helper()
+	f, _ := family.Get(cfg.Finetune.Env)
+	st, err := f.ExpertLogs(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := st.(*shardedLogs)
+	if !slices.Equal(s.args[:2], []string{"logs", "expert"}) {
+		t.Fatalf("pod args %q", s.args)
 	}
 	flags := pflag.NewFlagSet("logs expert", pflag.ContinueOnError)
 	config.AddFlags(flags, "")
-	if err := flags.Parse(args[2:]); err != nil {
+	if err := flags.Parse(s.args[2:]); err != nil {
 		t.Fatal(err)
 	}
 	podCfg, err := config.Load("", flags)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pod, err := newExpertLogs(podCfg)
+	podCfg.Registry = cfg.Registry // pods read the store's settings from their secret
+	f, _ = family.Get(podCfg.Finetune.Env)
+	pod, err := f.ExpertLogs(podCfg)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("pod args %q: %v", s.args, err)
 	}
-	if !reflect.DeepEqual(pod.key, s.key) {
-		t.Errorf("pod args %q\ngive %+v\nwant %+v", args, pod.key, s.key)
+	if !reflect.DeepEqual(pod.Config(), s.Config()) {
+		t.Errorf("pod args %q\ngive %+v\nwant %+v", s.args, pod.Config(), s.Config())
 	}
+	return s
+}
+
+// A logs pod's command gives it the driver's expert logs: the same key (sim section, seeds,
+// trace contents) from the flags alone.
+func TestExpertLogsShardArgsRoundTrip(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Pipeline.LogSeeds = "42-44,50"
+	cfg.Sim.Policy, cfg.Sim.Tune, cfg.Sim.Coverage = "bestfit", 1.25, 0.9
+	podStage(t, cfg)
 }
