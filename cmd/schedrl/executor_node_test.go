@@ -132,6 +132,15 @@ func (c *executorCluster) secret(ctx context.Context, name, accessKey, secretKey
 }
 
 // driverEnv gives a driver the store's credentials through its environment, as a user would.
+// kubernetesFlags point a pipeline run at the shared node: 2 pods at a time, each a tenth of a
+// core and 1 GiB, the store's credentials from the Secret "store".
+func (c *executorCluster) kubernetesFlags() []string {
+	return []string{"--set", "pipeline.executor.kind=kubernetes", "--set", "pipeline.executor.kubeconfig=" + c.kubeconfig,
+		"--set", "pipeline.executor.image=" + executorImage, "--set", "pipeline.executor.parallelism=2",
+		"--set", "pipeline.executor.timeout=15m", "--set", "pipeline.executor.secret=store",
+		"--set", "pipeline.executor.resources.cpu=100m", "--set", "pipeline.executor.resources.memory=1Gi"}
+}
+
 func (c *executorCluster) driverEnv() []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + c.minio.AccessKey, "AWS_SECRET_ACCESS_KEY=" + c.minio.SecretKey}
 }

@@ -41,10 +41,7 @@ func TestPipelineKubernetesExecutor(t *testing.T) {
 	}
 	env := append(c.driverEnv(), "SCHEDRL_REGISTRY_STORE=s3://"+bucket+"/smoke",
 		"SCHEDRL_REGISTRY_S3_ENDPOINT="+c.minio.Endpoint, "SCHEDRL_REGISTRY_TRACKING_URI=")
-	kubernetes := []string{"--set", "pipeline.executor.kind=kubernetes", "--set", "pipeline.executor.kubeconfig=" + c.kubeconfig,
-		"--set", "pipeline.executor.image=" + executorImage, "--set", "pipeline.executor.parallelism=2",
-		"--set", "pipeline.executor.timeout=15m", "--set", "pipeline.executor.secret=store",
-		"--set", "pipeline.executor.resources.cpu=100m", "--set", "pipeline.executor.resources.memory=1Gi"}
+	kubernetes := c.kubernetesFlags()
 	run := func(what string, env []string, args ...string) (*pipeline.Record, string) {
 		t.Helper()
 		var out bytes.Buffer

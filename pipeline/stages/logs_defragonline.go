@@ -3,6 +3,8 @@ package stages
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"slices"
 	"strconv"
 
@@ -19,14 +21,9 @@ import (
 // sections, and it is also an eval.timed.kind, whose timelines are the defrag_online section.
 func init() {
 	family.Register(family.Family{
-		Name: online.EnvName,
-		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
-			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
-				return nil, err
-			}
-			return newOnlineDemos(cfg)
-		},
-		Sections: func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
+		Name:       online.EnvName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newOnlineDemos(cfg) },
+		Sections:   func(c config.Config) any { return []any{c.Defrag, c.DefragOnline} },
 		EvalSection: func(c config.Config) (any, error) {
 			if err := eval.CheckDefragOnline(c.Eval, &c.DefragOnline); err != nil {
 				return nil, fmt.Errorf("eval config: %w", err)
@@ -36,16 +33,18 @@ func init() {
 	})
 }
 
-// onlineDemos is the defrag-online logs stage: defrag_online.expert defragments the timeline
-// of every finetune.traces pod list x defrag_online.loads x pipeline.log_seeds on the whole
-// finetune.nodes cluster, and each of its invocations becomes a migration log (online.Demos),
-// the behaviour-cloning input of the defrag network.
+// onlineDemos is the defrag-online expert: defrag_online.expert defragments the timeline of
+// every finetune.traces pod list x defrag_online.loads x pipeline.log_seeds (a unit) on the
+// whole finetune.nodes cluster, and each of its invocations becomes a migration log
+// (online.Demos), the behaviour-cloning input of the defrag network.
 type onlineDemos struct {
 	sec    config.DefragOnlineConfig
 	nodes  string
 	traces []eval.TraceRef
 	seeds  []uint64
-	key    onlineDemosKey
+	k      onlineDemosKey
+	args   []string
+	loaded *onlineInputs // read at the first make
 }
 
 // onlineDemosKey is what the logs depend on: the timelines, trigger and expert, the defrag
@@ -57,7 +56,14 @@ type onlineDemosKey struct {
 	Files  []logFile                 `json:"files"`
 }
 
-func newOnlineDemos(cfg config.Config) (*onlineDemos, error) {
+// onlineInputs are the node list and each trace with its typical shapes.
+type onlineInputs struct {
+	nodes  []sim.Node
+	traces [][]sim.Task
+	models []*sim.FragModel
+}
+
+func newOnlineDemos(cfg config.Config) (*shardedLogs, error) {
 	sec := cfg.DefragOnline
 	if err := sec.Validate(); err != nil {
 		return nil, fmt.Errorf("defrag_online.%w", err)
@@ -95,52 +101,89 @@ func newOnlineDemos(cfg config.Config) (*onlineDemos, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.key = onlineDemosKey{Online: sec, Defrag: cfg.Defrag, Seeds: seeds, Files: hashes}
-	s.key.Defrag.Placer = "" // the online world places with FGD whatever the static section says
-	return s, nil
+	s.k = onlineDemosKey{Online: sec, Defrag: cfg.Defrag, Seeds: seeds, Files: hashes}
+	s.k.Defrag.Placer = "" // the online world places with FGD whatever the static section says
+	if s.args, err = config.SetArgs(cfg, "defrag_online", "defrag", "finetune.nodes", "finetune.traces", "finetune.traces_dir"); err != nil {
+		return nil, err
+	}
+	return newShardedLogs(cfg, s)
 }
 
-func (s *onlineDemos) Name() string     { return "logs" }
-func (s *onlineDemos) Inputs() []string { return nil }
-func (s *onlineDemos) Config() any      { return s.key }
+func (s *onlineDemos) key() any          { return s.k }
+func (s *onlineDemos) files() []logFile  { return s.k.Files }
+func (s *onlineDemos) podArgs() []string { return s.args }
 
-func (s *onlineDemos) Run(ctx context.Context, env pipeline.Env) (pipeline.Result, error) {
+// unit i is trace i / (loads x seeds), load i / seeds mod loads, seed i mod seeds: the order
+// the timelines were always written in.
+func (s *onlineDemos) unit(i int) (trace int, load float64, seed uint64) {
+	n, l := len(s.seeds), len(s.sec.Loads)
+	return i / (l * n), s.sec.Loads[i/n%l], s.seeds[i%n]
+}
+
+func (s *onlineDemos) units() []string {
+	out := make([]string, len(s.traces)*len(s.sec.Loads)*len(s.seeds))
+	for i := range out {
+		t, load, seed := s.unit(i)
+		out[i] = fmt.Sprintf("%s-load%s-seed%d", s.traces[t].Name, strconv.FormatFloat(load, 'g', -1, 64), seed)
+	}
+	return out
+}
+
+func (s *onlineDemos) metric(invocations int) (pipeline.Metric, error) {
+	if invocations == 0 {
+		return pipeline.Metric{}, fmt.Errorf("defrag_online.expert %s was never invoked on the timelines: no demonstrations to learn from", s.sec.Expert)
+	}
+	return pipeline.Metric{Name: "invocations", Value: float64(invocations)}, nil
+}
+
+func (s *onlineDemos) load() (*onlineInputs, error) {
+	if s.loaded != nil {
+		return s.loaded, nil
+	}
 	nodes, err := sim.LoadNodes(s.nodes)
 	if err != nil {
-		return pipeline.Result{}, fmt.Errorf("finetune.nodes %q: %w", s.nodes, err)
+		return nil, fmt.Errorf("finetune.nodes %q: %w", s.nodes, err)
 	}
-	oc := online.ConfigOf(s.sec)
-	rewards := defragRewards(s.key.Defrag)
-	env.Progress.Start(int64(len(s.traces)*len(s.sec.Loads)*len(s.seeds)), "timelines")
-	logs := 0
+	in := &onlineInputs{nodes: nodes}
 	for _, ref := range s.traces {
 		trace, err := sim.LoadTasks(ref.Path)
 		if err != nil {
-			return pipeline.Result{}, fmt.Errorf("finetune.traces %s: %w", ref.Name, err)
+			return nil, fmt.Errorf("finetune.traces %s: %w", ref.Name, err)
 		}
 		model, err := sim.TypicalShapes(trace, 0.95) // the typical shapes `schedrl defrag online` measures with
 		if err != nil {
-			return pipeline.Result{}, fmt.Errorf("finetune.traces %s: %w", ref.Name, err)
+			return nil, fmt.Errorf("finetune.traces %s: %w", ref.Name, err)
 		}
-		for _, load := range s.sec.Loads {
-			for _, seed := range s.seeds {
-				if err := ctx.Err(); err != nil {
-					return pipeline.Result{}, err
-				}
-				tl := online.TimelineOf(s.sec, nodes, trace, model, load, seed)
-				prefix := fmt.Sprintf("%s-load%s-seed%d", ref.Name, strconv.FormatFloat(load, 'g', -1, 64), seed)
-				written, err := online.Demos(tl, oc, s.sec.Expert, rewards, env.OutDir, prefix)
-				if err != nil {
-					return pipeline.Result{}, fmt.Errorf("%s: %w", prefix, err)
-				}
-				logs += len(written)
-				env.Log.Info("online demonstrations written", "timeline", prefix, "invocations", len(written))
-				env.Progress.Add(1)
-			}
+		in.traces, in.models = append(in.traces, trace), append(in.models, model)
+	}
+	s.loaded = in
+	return in, nil
+}
+
+// make runs the units' timelines one after the other, each invocation a log.
+func (s *onlineDemos) make(ctx context.Context, units []int, dir string, log *slog.Logger) ([][]madeLog, error) {
+	in, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	oc := online.ConfigOf(s.sec)
+	rewards := defragRewards(s.k.Defrag)
+	labels := s.units()
+	made := make([][]madeLog, len(units))
+	for j, u := range units {
+		if err := ctx.Err(); err != nil {
+			return nil, err
 		}
+		t, load, seed := s.unit(u)
+		tl := online.TimelineOf(s.sec, in.nodes, in.traces[t], in.models[t], load, seed)
+		written, err := online.Demos(tl, oc, s.sec.Expert, rewards, dir, labels[u])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", labels[u], err)
+		}
+		for _, w := range written {
+			made[j] = append(made[j], madeLog{Name: filepath.Base(w), Count: 1})
+		}
+		log.Info("online demonstrations written", "timeline", labels[u], "invocations", len(written))
 	}
-	if logs == 0 {
-		return pipeline.Result{}, fmt.Errorf("defrag_online.expert %s was never invoked on the timelines: no demonstrations to learn from", s.sec.Expert)
-	}
-	return pipeline.Result{Metric: &pipeline.Metric{Name: "invocations", Value: float64(logs)}}, nil
+	return made, nil
 }

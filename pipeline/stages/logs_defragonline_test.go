@@ -65,3 +65,17 @@ func TestDefragOnlinePipelineRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+// The online demonstrations in two shards, as pods make them (each log stored by sha256),
+// merge into the local executor's logs byte for byte, and a pod's flags give it the same key.
+func TestOnlineDemosShardsMergeToTheLocalLogs(t *testing.T) {
+	cfg := onlineConfig(t)
+	cfg.Pipeline.Stages = []string{"logs"}
+	cfg.Pipeline.LogSeeds = "1000-1001"
+	o := &cfg.DefragOnline // configs/defrag-online-smoke.yaml's short timelines
+	o.Loads, o.Duration, o.Warmup, o.Cap, o.Every, o.HeadWait = []float64{1.1}, 7200, 1800, 3600, 300, 60
+	s, _ := shardsMergeToLocal(t, cfg, 2)
+	if got := s.m.units(); len(got) != 2 || got[0] != "default-load1.1-seed1000" {
+		t.Errorf("units %q", got)
+	}
+}
