@@ -30,6 +30,8 @@ func TestFamilyLogsKubernetesExecutor(t *testing.T) {
 	}{
 		// Two training timelines, so two units.
 		{"defrag-online", "configs/defrag-online-smoke.yaml", []string{"--set", "pipeline.log_seeds=1000-1001"}},
+		// One workload at a training and a validation seed: two runs.
+		{"maifs", "configs/maifs-smoke.yaml", nil},
 	} {
 		t.Run(fam.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

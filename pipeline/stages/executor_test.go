@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/schedrl/schedrl/env"
 	"github.com/schedrl/schedrl/eval"
 	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
@@ -82,10 +81,12 @@ func TestStageKeysIgnoreTheExecutor(t *testing.T) {
 	if _, err := Build(timed, deps); err == nil || !strings.Contains(err.Error(), "pipeline.executor.kind") {
 		t.Errorf("a timed eval stage took the kubernetes executor: %v", err)
 	}
-	other.Pipeline.Stages = other.Pipeline.Stages[:2]
-	other.Finetune.Env = env.MAIFSName
-	if _, err := Build(other, Deps{}); err == nil || !strings.Contains(err.Error(), "pipeline.executor.kind") {
-		t.Errorf("the maifs logs stage took the kubernetes executor: %v", err)
+	// Every family's expert logs shard.
+	for _, fam := range []config.Config{maifsConfig(t), onlineConfig(t)} {
+		fam.Pipeline.Stages, fam.Pipeline.Executor = []string{"logs"}, other.Pipeline.Executor
+		if _, err := Build(fam, Deps{}); err != nil {
+			t.Errorf("the %s logs stage refused the kubernetes executor: %v", fam.Finetune.Env, err)
+		}
 	}
 }
 

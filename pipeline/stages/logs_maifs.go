@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,14 +24,9 @@ import (
 // section.
 func init() {
 	family.Register(family.Family{
-		Name: env.MAIFSName,
-		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) {
-			if err := localOnly(cfg, "the logs stage of finetune.env "+cfg.Finetune.Env); err != nil {
-				return nil, err
-			}
-			return newMAIFSLogs(cfg)
-		},
-		Dataset: &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
+		Name:       env.MAIFSName,
+		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newMAIFSLogs(cfg) },
+		Dataset:    &family.Dataset{Key: maifsDatasetKey, Build: buildMAIFSDataset},
 		PretrainFiles: func(c config.Config) map[string]string {
 			m := c.MAIFS
 			return map[string]string{"maifs throughputs": m.Throughputs, "maifs profiles": m.Profiles, "maifs mapping": m.Mapping}
@@ -74,16 +70,19 @@ func buildMAIFSDataset(_ context.Context, cfg config.Config, log *slog.Logger) (
 	return pipeline.Result{Metric: &pipeline.Metric{Name: "decision_points", Value: float64(stats.Points)}}, nil
 }
 
-// maifsLogs is the maifs logs stage: maifs.expert in maifs.order runs every maifs.generate
-// workload at every maifs.seeds and maifs.val_seeds seed in the fungible world (maifs.cluster in
-// servers of maifs.servers_gpus GPUs), and each run is a decision log of whole allocations
-// (fungible.WriteLogFile, as `schedrl jobs --servers-gpus N --log` writes it), the input of
-// `datasets build --env maifs`.
+// maifsLogs is the maifs expert: maifs.expert in maifs.order runs every maifs.generate
+// workload at every maifs.seeds and maifs.val_seeds seed (a unit) in the fungible world
+// (maifs.cluster in servers of maifs.servers_gpus GPUs), and each run is a decision log of
+// whole allocations (fungible.WriteLogFile, as `schedrl jobs --servers-gpus N --log` writes
+// it), the input of `datasets build --env maifs`.
 type maifsLogs struct {
 	sec   config.MAIFSConfig
 	round float64
 	seeds []uint64
-	key   maifsLogsKey
+	k     maifsLogsKey
+	args  []string
+	world *fungible.World // loaded at the first make
+	read  []fungible.LogFile
 }
 
 // maifsLogsKey is what the logs depend on: the world, expert, workloads and seeds, the round
@@ -94,7 +93,7 @@ type maifsLogsKey struct {
 	Files []logFile          `json:"files"`
 }
 
-func newMAIFSLogs(cfg config.Config) (*maifsLogs, error) {
+func newMAIFSLogs(cfg config.Config) (*shardedLogs, error) {
 	sec := cfg.MAIFS
 	if err := sec.Validate(); err != nil {
 		return nil, fmt.Errorf("maifs.%w", err)
@@ -116,13 +115,21 @@ func newMAIFSLogs(cfg config.Config) (*maifsLogs, error) {
 	seeds, _ := config.ParseSeeds(sec.Seeds) // Validate parsed both
 	val, _ := config.ParseSeeds(sec.ValSeeds)
 	s := &maifsLogs{sec: sec, round: cfg.Eval.Timed.Round, seeds: append(seeds, val...)}
-	hashes, err := hashFiles("maifs", map[string]string{"throughputs": sec.Throughputs, "profiles": sec.Profiles, "mapping": sec.Mapping})
+	hashes, err := hashFiles("maifs", s.tables())
 	if err != nil {
 		return nil, err
 	}
-	s.key = maifsLogsKey{MAIFS: sec, Round: s.round, Files: hashes}
-	s.key.MAIFS.PPOGenerate, s.key.MAIFS.PPOSeeds, s.key.MAIFS.HeldOut = nil, "", ""
-	return s, nil
+	s.k = maifsLogsKey{MAIFS: sec, Round: s.round, Files: hashes}
+	s.k.MAIFS.PPOGenerate, s.k.MAIFS.PPOSeeds, s.k.MAIFS.HeldOut = nil, "", ""
+	// checkMAIFSPipeline reads the eval and datasets keys too.
+	if s.args, err = config.SetArgs(cfg, "maifs", "eval.timed", "eval.seeds", "datasets.env"); err != nil {
+		return nil, err
+	}
+	return newShardedLogs(cfg, s)
+}
+
+func (s *maifsLogs) tables() map[string]string {
+	return map[string]string{"throughputs": s.sec.Throughputs, "profiles": s.sec.Profiles, "mapping": s.sec.Mapping}
 }
 
 // checkMAIFSPipeline refuses, before any stage runs, a maifs pipeline whose stages would not
@@ -155,57 +162,83 @@ func checkMAIFSPipeline(cfg config.Config) error {
 	return nil
 }
 
-func (s *maifsLogs) Name() string     { return "logs" }
-func (s *maifsLogs) Inputs() []string { return nil }
-func (s *maifsLogs) Config() any      { return s.key }
+func (s *maifsLogs) key() any          { return s.k }
+func (s *maifsLogs) files() []logFile  { return s.k.Files }
+func (s *maifsLogs) podArgs() []string { return s.args }
 
-func (s *maifsLogs) Run(ctx context.Context, e pipeline.Env) (pipeline.Result, error) {
-	w, err := fungible.LoadWorld(datasets.MAIFSWorld(s.sec), "maifs.")
-	if err != nil {
-		return pipeline.Result{}, err
+func (s *maifsLogs) metric(rounds int) (pipeline.Metric, error) {
+	return pipeline.Metric{Name: "rounds", Value: float64(rounds)}, nil
+}
+
+// unit i is the run of workload i / seeds at seed i mod seeds.
+func (s *maifsLogs) unit(i int) (spec string, seed uint64) {
+	return s.sec.Generate[i/len(s.seeds)], s.seeds[i%len(s.seeds)]
+}
+
+// units are numbered in run order: the datasets stage reads logs in name order, so it sees
+// them in the config's order, as maifs-bc records them, and the same seed clones the same
+// network both ways (by spec name, lam=1500 would come before lam=900).
+func (s *maifsLogs) units() []string {
+	out := make([]string, len(s.sec.Generate)*len(s.seeds))
+	for i := range out {
+		spec, seed := s.unit(i)
+		out[i] = fmt.Sprintf("%03d-%s-seed%d", i, fileSafe(spec), seed)
 	}
-	cluster, m := w.Cluster, w.Model
-	files := map[string]string{"throughputs": s.sec.Throughputs, "profiles": s.sec.Profiles, "mapping": s.sec.Mapping}
-	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
-	order, _ := jobs.NewPolicy(s.sec.Order)
-	e.Progress.Start(int64(len(s.sec.Generate)*len(s.seeds)), "runs")
-	rounds, run := 0, 0
-	for _, spec := range s.sec.Generate {
-		wc, err := fungible.ParseWorkloadSpec(spec)
+	return out
+}
+
+// make runs the units one after the other, each with an order policy of its own, so a run
+// does not depend on the runs before it in its shard.
+func (s *maifsLogs) make(ctx context.Context, units []int, dir string, log *slog.Logger) ([][]madeLog, error) {
+	if s.world == nil {
+		w, err := fungible.LoadWorld(datasets.MAIFSWorld(s.sec), "maifs.")
 		if err != nil {
-			return pipeline.Result{}, err
+			return nil, err
 		}
-		for _, seed := range s.seeds {
-			if err := ctx.Err(); err != nil {
-				return pipeline.Result{}, err
-			}
-			wc.Seed = seed
-			work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), wc)
+		s.world = &w
+		// The logs name each table by its file name: a pod's image keeps the tables at another
+		// path, and the sha256 says which table it is.
+		tables := s.tables()
+		for _, name := range slices.Sorted(maps.Keys(tables)) {
+			sum, err := pipeline.HashFile(tables[name])
 			if err != nil {
-				return pipeline.Result{}, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
+				return nil, fmt.Errorf("maifs.%s: %w", name, err)
 			}
-			rc := fungible.RunConfig{Rule: rule, Order: order, Round: s.round}
-			rec := fungible.Record(&rc)
-			res, err := fungible.Run(cluster, m, work, rc)
-			if err != nil {
-				return pipeline.Result{}, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
-			}
-			h := fungible.LogHeader{Cluster: s.sec.Cluster, ServerGPUs: s.sec.ServerGPUs, Servers: fungible.LogServers(cluster), RoundS: s.round,
-				Rule: s.sec.Expert, Order: s.sec.Order, Workload: spec, Seed: seed, Jobs: fungible.LogJobs(work)}
-			// Numbered in run order: the datasets stage reads logs in name order, so it sees them
-			// in the config's order, as maifs-bc records them, and the same seed clones the same
-			// network both ways (by spec name, lam=1500 would come before lam=900).
-			name := fmt.Sprintf("%03d-%s-seed%d.jsonl", run, fileSafe(spec), seed)
-			run++
-			if err := fungible.WriteLogFile(filepath.Join(e.OutDir, name), h, files, rec.Rounds, res); err != nil {
-				return pipeline.Result{}, err
-			}
-			rounds += res.Rounds
-			e.Log.Info("expert log written", "log", name, "rounds", res.Rounds, "avg_jct_s", int(res.AvgJCT))
-			e.Progress.Add(1)
+			s.read = append(s.read, fungible.LogFile{Name: name, Path: filepath.Base(tables[name]), SHA256: sum})
 		}
 	}
-	return pipeline.Result{Metric: &pipeline.Metric{Name: "rounds", Value: float64(rounds)}}, nil
+	cluster, m := s.world.Cluster, s.world.Model
+	rule, _ := fungible.LookupRule(s.sec.Expert) // checked when the stage was built
+	labels := s.units()
+	made := make([][]madeLog, len(units))
+	for j, u := range units {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		spec, seed := s.unit(u)
+		wc, _ := fungible.ParseWorkloadSpec(spec) // checked when the stage was built
+		wc.Seed = seed
+		work, err := fungible.Generate(m.Tput, m.Sens.JobTypes(), wc)
+		if err != nil {
+			return nil, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
+		}
+		order, _ := jobs.NewPolicy(s.sec.Order)
+		rc := fungible.RunConfig{Rule: rule, Order: order, Round: s.round}
+		rec := fungible.Record(&rc)
+		res, err := fungible.Run(cluster, m, work, rc)
+		if err != nil {
+			return nil, fmt.Errorf("maifs.generate %s seed %d: %w", spec, seed, err)
+		}
+		h := fungible.LogHeader{Cluster: s.sec.Cluster, ServerGPUs: s.sec.ServerGPUs, Servers: fungible.LogServers(cluster), RoundS: s.round,
+			Rule: s.sec.Expert, Order: s.sec.Order, Workload: spec, Seed: seed, Jobs: fungible.LogJobs(work), Files: s.read}
+		name := labels[u] + ".jsonl"
+		if err := fungible.WriteLogFile(filepath.Join(dir, name), h, nil, rec.Rounds, res); err != nil {
+			return nil, err
+		}
+		made[j] = []madeLog{{Name: name, Count: res.Rounds}}
+		log.Info("expert log written", "log", name, "rounds", res.Rounds, "avg_jct_s", int(res.AvgJCT))
+	}
+	return made, nil
 }
 
 // fileSafe is a workload spec as a file name ("jobs=300,lam=900,multigpu" -> "jobs-300_lam-900_multigpu").

@@ -123,3 +123,15 @@ func TestMAIFSLogsSortInConfigOrder(t *testing.T) {
 		t.Fatalf("logs in name order %v, want %v", got, want)
 	}
 }
+
+// The maifs expert's runs in two shards, as pods make them (each log stored by sha256), merge
+// into the local executor's logs byte for byte, and a pod's flags give it the same key.
+func TestMAIFSLogsShardsMergeToTheLocalLogs(t *testing.T) {
+	cfg := maifsConfig(t)
+	cfg.Pipeline.Stages = []string{"logs"}
+	cfg.MAIFS.Seeds = "1000-1001"
+	s, _ := shardsMergeToLocal(t, cfg, 3)
+	if got := s.m.units(); len(got) != 3 || got[2] != "002-jobs-30_lam-400_multigpu-seed900" {
+		t.Errorf("units %q", got)
+	}
+}
