@@ -100,7 +100,12 @@ func checkGate(cfg config.Config) error {
 	if len(g.Metrics) > 0 {
 		key = "pipeline.gate.metrics"
 	}
-	for _, name := range g.Names() {
+	guards, _ := g.GuardrailsOf() // the gate's validation parsed them
+	names := g.Names()
+	for _, gr := range guards {
+		names = append(names, gr.Metric.Name)
+	}
+	for _, name := range names {
 		metric, _ := config.GateMetricOf(name) // the gate's validation knows it
 		switch timed := cfg.Eval.Timed.Kind != ""; {
 		case metric.Timed && !timed:
@@ -144,6 +149,19 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		}
 		metric, _ := config.GateMetricOf(name)
 		gate.Metrics = append(gate.Metrics, pipeline.Measure{Name: name, LowerIsBetter: metric.LowerIsBetter})
+	}
+	guards, err := s.gate.GuardrailsOf()
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	for _, gr := range guards {
+		if scores[gr.Metric.Name] == nil {
+			if scores[gr.Metric.Name], err = m.Score(gr.Metric.Name); err != nil {
+				return pipeline.Result{}, fmt.Errorf("gate: %w", err)
+			}
+		}
+		gate.Guardrails = append(gate.Guardrails, pipeline.Guardrail{
+			Measure: pipeline.Measure{Name: gr.Metric.Name, LowerIsBetter: gr.Metric.LowerIsBetter}, Tolerance: gr.Tolerance})
 	}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
 
