@@ -154,11 +154,11 @@ func (c *PipelineConfig) SetDefaults() {
 	c.LogSeeds = "42-46"
 	c.Model = "placement"
 	c.Gate = GateConfig{
-		Alias:     "champion",
-		Metric:    defaultGateMetric,
-		Metrics:   []string{},
-		Margin:    0,
-		Workloads: []string{"default"},
+		Alias:      "champion",
+		Metric:     defaultGateMetric,
+		Metrics:    []string{},
+		Margin:     0,
+		Workloads:  []string{"default"},
 		Baselines:  []string{"fgd"},
 		Guardrails: []string{},
 	}
