@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/schedrl/schedrl/defrag/online"
 	"testing"
+
+	"github.com/schedrl/schedrl/defrag/online"
 )
 
 // `defrag online --model` with a placement checkpoint runs the whole DRR policy: the
