@@ -101,11 +101,16 @@ func checkGate(cfg config.Config) error {
 		key = "pipeline.gate.metrics"
 	}
 	guards, _ := g.GuardrailsOf() // the gate's validation parsed them
-	names := g.Names()
-	for _, gr := range guards {
-		names = append(names, gr.Metric.Name)
+	type checked struct{ key, name string }
+	var measures []checked
+	for _, name := range g.Names() {
+		measures = append(measures, checked{key, name})
 	}
-	for _, name := range names {
+	for i, gr := range guards {
+		measures = append(measures, checked{fmt.Sprintf("pipeline.gate.guardrails[%d]", i), gr.Metric.Name})
+	}
+	for _, c := range measures {
+		key, name := c.key, c.name
 		metric, _ := config.GateMetricOf(name) // the gate's validation knows it
 		switch timed := cfg.Eval.Timed.Kind != ""; {
 		case metric.Timed && !timed:
