@@ -564,26 +564,17 @@ func (t *maifsTrainer) checkpoint() error {
 // result sums the run up and, when the budget is spent, makes the run directory the
 // fine-tuned checkpoint (the last network; best/ holds the best checked one).
 func (t *maifsTrainer) result() (Result, error) {
-	res, st := t.res, t.st
-	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
-	res.Seconds = st.Seconds + t.trainSec
-	if t.procSec > 0 {
-		res.StepsPerSecond = float64(t.procSteps) / t.procSec
-	}
-	res.Final = st.Evals[len(st.Evals)-1].Held
-	best := st.Evals[bestEval(st.Evals)]
-	res.BestUpdate = best.Update
-	res.StartMAIFS, res.FinalMAIFS, res.BestMAIFS = res.Start.MAIFS, res.Final.MAIFS, best.Held.MAIFS
+	res, best := t.sum(t.res)
+	res.StartMAIFS, res.FinalMAIFS, res.BestMAIFS = res.Start.MAIFS, res.Final.MAIFS, best.MAIFS
 	res.Summary = maifsSummary(&res)
-	if st.Update < t.updates {
+	if !res.Complete {
 		return res, nil
 	}
-	res.Complete = true
 	if err := os.Remove(filepath.Join(t.fc.Out, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
 		return res, err
 	}
 	f := res.FinalMAIFS
-	_, err := nn.SaveMAIFS(t.fc.Out, t.net, t.lineage(map[string]float64{"final_avg_jct_h": f.AvgJCT, "final_makespan_h": f.Makespan, "env_steps": float64(st.EnvSteps)}))
+	_, err := nn.SaveMAIFS(t.fc.Out, t.net, t.lineage(map[string]float64{"final_avg_jct_h": f.AvgJCT, "final_makespan_h": f.Makespan, "env_steps": float64(res.EnvSteps)}))
 	return res, err
 }
 

@@ -401,26 +401,30 @@ func (t *trainer) checkpoint() error {
 // result sums the run up and, when the budget is spent, makes the run directory the
 // fine-tuned checkpoint.
 func (t *trainer) result() (Result, error) {
-	res, st := t.res, t.st
-	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
-	res.Seconds = st.Seconds + t.trainSec
-	if t.procSec > 0 {
-		res.StepsPerSecond = float64(t.procSteps) / t.procSec
-	}
-	res.StartMean = res.Start.Mean
-	res.Final = st.Evals[len(st.Evals)-1].Held
-	res.FinalMean = res.Final.Mean
-	best := st.Evals[bestEval(st.Evals)]
-	res.BestMean, res.BestUpdate = best.Held.Mean, best.Update
+	res, best := t.sum(t.res)
+	res.StartMean, res.FinalMean, res.BestMean = res.Start.Mean, res.Final.Mean, best.Mean
 	metrics := t.eps.summary(&res)
-	if st.Update < t.updates {
+	if !res.Complete {
 		return res, nil
 	}
-	res.Complete = true
-	if err := t.m.final(t.cfg.Finetune.Out, st, metrics); err != nil {
-		return res, err
+	return res, t.m.final(t.cfg.Finetune.Out, t.st, metrics)
+}
+
+// sum is the part of a run's result both trainers count the same way: res (the start's
+// evaluation in it) with the updates, steps, times, final evaluation, best update and
+// whether the budget is spent; and the best evaluation.
+func (c *clock) sum(res Result) (Result, heldOut) {
+	st := c.st
+	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
+	res.Seconds = st.Seconds + c.trainSec
+	if c.procSec > 0 {
+		res.StepsPerSecond = float64(c.procSteps) / c.procSec
 	}
-	return res, nil
+	res.Final = st.Evals[len(st.Evals)-1].Held
+	best := st.Evals[bestEval(st.Evals)]
+	res.BestUpdate = best.Update
+	res.Complete = st.Update >= c.updates
+	return res, best.Held
 }
 
 // bestEval is the index of the first evaluation with the highest mean.
