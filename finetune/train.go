@@ -44,9 +44,13 @@ type Result struct {
 	// StepsPerSecond is environment steps over the wall time of rollouts and updates
 	// (held-out evaluations excluded).
 	StepsPerSecond float64 `json:"env_steps_per_second"`
-	Start, Final   heldOut `json:"-"`
-	StartMean      float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
-	FinalMean      float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
+	// Start, Final and Best are the held-out evaluations of the start, the last update and
+	// BestUpdate, each with its family's part (heldOut's family field).
+	Start     heldOut `json:"start"`
+	Final     heldOut `json:"final"`
+	Best      heldOut `json:"best"`
+	StartMean float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
+	FinalMean float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
 	// BestMean and BestUpdate are the best held-out evaluation, the start included; its
 	// network is in Dir/BestDir unless it is the start's (BestUpdate 0).
 	BestMean   float64 `json:"best_mean_alloc_gpu_pct,omitempty"`
@@ -54,19 +58,8 @@ type Result struct {
 	// FinalVsStart pairs the last held-out evaluation with the start's seed by seed
 	// (placement): whether PPO changed the greedy policy by more than the seeds' noise.
 	FinalVsStart *eval.Paired `json:"final_vs_start,omitempty"`
-	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
-	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
-	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
-	// StartMAIFS, FinalMAIFS and BestMAIFS are a maifs run's held-out checks (BestUpdate's
-	// network is in Dir/BestDir unless it is the start's).
-	StartMAIFS *maifsHeld `json:"start_maifs,omitempty"`
-	FinalMAIFS *maifsHeld `json:"final_maifs,omitempty"`
-	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
-	// StartDRR and FinalDRR are a drr run's held-out timelines.
-	StartDRR *drrHeld `json:"start_drr,omitempty"`
-	FinalDRR *drrHeld `json:"final_drr,omitempty"`
-	Resumed  bool     `json:"resumed"`
-	Complete bool     `json:"complete"`
+	Resumed      bool         `json:"resumed"`
+	Complete     bool         `json:"complete"`
 	// Summary is the run in its family's terms, which the family's trainer writes.
 	Summary family.Summary `json:"-"`
 }
@@ -401,8 +394,8 @@ func (t *trainer) checkpoint() error {
 // result sums the run up and, when the budget is spent, makes the run directory the
 // fine-tuned checkpoint.
 func (t *trainer) result() (Result, error) {
-	res, best := t.sum(t.res)
-	res.StartMean, res.FinalMean, res.BestMean = res.Start.Mean, res.Final.Mean, best.Mean
+	res := t.sum(t.res)
+	res.StartMean, res.FinalMean, res.BestMean = res.Start.Mean, res.Final.Mean, res.Best.Mean
 	metrics := t.eps.summary(&res)
 	if !res.Complete {
 		return res, nil
@@ -411,9 +404,9 @@ func (t *trainer) result() (Result, error) {
 }
 
 // sum is the part of a run's result both trainers count the same way: res (the start's
-// evaluation in it) with the updates, steps, times, final evaluation, best update and
-// whether the budget is spent; and the best evaluation.
-func (c *clock) sum(res Result) (Result, heldOut) {
+// evaluation in it) with the updates, steps, times, final and best evaluations and whether
+// the budget is spent.
+func (c *clock) sum(res Result) Result {
 	st := c.st
 	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
 	res.Seconds = st.Seconds + c.trainSec
@@ -422,9 +415,9 @@ func (c *clock) sum(res Result) (Result, heldOut) {
 	}
 	res.Final = st.Evals[len(st.Evals)-1].Held
 	best := st.Evals[bestEval(st.Evals)]
-	res.BestUpdate = best.Update
+	res.Best, res.BestUpdate = best.Held, best.Update
 	res.Complete = st.Update >= c.updates
-	return res, best.Held
+	return res
 }
 
 // bestEval is the index of the first evaluation with the highest mean.
