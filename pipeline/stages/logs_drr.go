@@ -14,6 +14,7 @@ import (
 	"github.com/schedrl/schedrl/internal/atomicfile"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
@@ -38,6 +39,7 @@ func init() {
 			return c.DefragOnline, nil
 		},
 	})
+	registry.RegisterPipelineConfig("drr", "configs/drr.yaml")
 }
 
 // drrLogs is the drr logs stage: sim.policy places the timeline of every finetune.traces pod
