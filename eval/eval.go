@@ -32,16 +32,14 @@ type Resolver func(PolicyRef) (PolicyFactory, error)
 // Options are what Run needs besides the config section.
 type Options struct {
 	Resolve Resolver // nil resolves heuristics only
-	// ResolveDefrag resolves the defrag-online kind's checkpoints and registry references
-	// (nil: methods only); DefragOnline is that kind's timelines, trigger and budget.
-	ResolveDefrag DefragResolver
-	DefragOnline  *config.DefragOnlineConfig
-	// ResolveFungible resolves the fungible kind's multi-agent checkpoints and registry
-	// references (nil: baselines only).
-	ResolveFungible FungibleResolver
-	Force           bool         // replace an existing output directory
-	Log             *slog.Logger // nil: slog.Default()
-	Progress        bool         // draw a progress bar (on a terminal); else log a line per run
+	// Learned resolves the timed kinds' checkpoints and registry references (a kind without
+	// one: its methods and baselines only).
+	Learned Learned
+	// DefragOnline is the defrag-online kind's timelines, trigger and budget.
+	DefragOnline *config.DefragOnlineConfig
+	Force        bool         // replace an existing output directory
+	Log          *slog.Logger // nil: slog.Default()
+	Progress     bool         // draw a progress bar (on a terminal); else log a line per run
 	// Remote, when set, runs the cells in Shards shards (at most one per cell), here or
 	// elsewhere, and Run merges their parts (shard.go); the report is the one a run without
 	// Remote writes.

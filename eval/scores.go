@@ -68,7 +68,7 @@ func (m *TimedMetrics) Score(metric string) (map[string]map[string][]float64, er
 		for j, run := range r.PerSeed {
 			v, ok := get(run)
 			if !ok {
-				return nil, fmt.Errorf("metric %q: %s on %s has no such queueing delay", metric, r.Policy, r.Workload)
+				return nil, fmt.Errorf("metric %q: %s on %s has no such measure (queueing delay by kind; the fragmentation rate: timed.kind drr)", metric, r.Policy, r.Workload)
 			}
 			xs[j] = v
 		}
@@ -88,6 +88,14 @@ func timedScore(metric string) (func(TimedSeedRun) (float64, bool), error) {
 			return func(r TimedSeedRun) (float64, bool) { return tm.get(r), true }, nil
 		}
 	}
+	if metric == fragRatioKey {
+		return func(r TimedSeedRun) (float64, bool) {
+			if r.FragRatioMeanPct == nil {
+				return 0, false
+			}
+			return *r.FragRatioMeanPct, true
+		}, nil
+	}
 	if kind, ok := strings.CutPrefix(metric, "queue_delay_"); ok {
 		if kind, ok = strings.CutSuffix(kind, "_mean_s"); ok && kind != "" {
 			return func(r TimedSeedRun) (float64, bool) { v, ok := r.QueueDelay[kind]; return v, ok }, nil
@@ -97,7 +105,7 @@ func timedScore(metric string) (func(TimedSeedRun) (float64, bool), error) {
 	for i, tm := range timedMeasures {
 		keys[i] = tm.key
 	}
-	return nil, fmt.Errorf("metric %q: want one of %s or queue_delay_KIND_mean_s", metric, strings.Join(keys, ", "))
+	return nil, fmt.Errorf("metric %q: want one of %s, %s or queue_delay_KIND_mean_s", metric, strings.Join(keys, ", "), fragRatioKey)
 }
 
 // Means is the policy's mean of every timed measure and queueing delay on each workload.
@@ -114,6 +122,9 @@ func (m *TimedMetrics) Means(policy string) map[string]float64 {
 		}
 		for k, s := range r.QueueDelay {
 			out["queue_delay_"+k+"_mean_s_"+w] = s.Mean
+		}
+		if r.FragRatioMeanPct != nil {
+			out[fragRatioKey+"_"+w] = r.FragRatioMeanPct.Mean
 		}
 	}
 	return out

@@ -43,6 +43,24 @@ var timedKinds = map[string]timedKind{}
 
 func registerTimedKind(name string, k timedKind) { timedKinds[name] = k }
 
+// Learned are the resolvers of the timed kinds whose policies may be networks, keyed by the
+// name the kind registers under (eval.timed.kind), each of its kind's own type
+// (DefragResolver, FungibleResolver): the command layer provides them, since eval links no
+// network.
+type Learned map[string]any
+
+// learnedResolver is kind's resolver in l, or the zero R (none); one of another type is a
+// programming error.
+func learnedResolver[R any](l Learned, kind string) R {
+	var r R
+	if v, ok := l[kind]; ok {
+		if r, ok = v.(R); !ok {
+			panic(fmt.Sprintf("eval: Learned[%q] is a %T, want a %T", kind, v, r))
+		}
+	}
+	return r
+}
+
 // A gavelKind's world reads Gavel's tables and trace files (or generates its workloads) instead
 // of eval.nodes and trace references.
 type gavelKind interface{ gavelTables() }

@@ -26,7 +26,7 @@ type DefragResolver func(PolicyRef) (DefragFactory, error)
 // hour, downtime) at the offered load eval.timed.load, on eval.nodes with each eval.traces
 // pod list, one timeline per eval seed. A policy is the defragmenter's method: `none`, an
 // online method (greedy, make-room, ...), or a defrag checkpoint or registry reference
-// (Options.ResolveDefrag). Placement is FGD, the queue FIFO with backfill, as
+// (Options.Learned). Placement is FGD, the queue FIFO with backfill, as
 // `schedrl defrag online` runs them.
 type defragOnlineKind struct{}
 
@@ -104,7 +104,7 @@ func (defragOnlineKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Opti
 	}
 	// Last, since resolving may load networks or pull from the registry.
 	for _, ref := range refs {
-		f, err := w.resolve(ref, opts.ResolveDefrag)
+		f, err := w.resolve(ref, learnedResolver[DefragResolver](opts.Learned, online.EnvName))
 		if err != nil {
 			return nil, err
 		}

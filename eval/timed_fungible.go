@@ -15,14 +15,17 @@ import (
 	"github.com/schedrl/schedrl/jobs"
 )
 
-func init() { registerTimedKind("fungible", fungibleKind{}) }
+func init() { registerTimedKind(FungibleKind, fungibleKind{}) }
+
+// FungibleKind is the fungible world's eval.timed.kind.
+const FungibleKind = "fungible"
 
 // fungibleKind is the fungible world (package fungible): the DL jobs of a Gavel trace or a
 // generated mix as whole allocations (GPUs, CPUs, memory) on servers of timed.servers_gpus GPUs.
 // A policy is a rule with its job order, RULE/ORDER (synergy-tune/srtf; the order defaults to
 // fifo), one of jobs' queue policies, which holds fixed demands in its own order, one of Gavel's
 // LPs (max_min_fairness, _perf, _packed: round policies over fixed demands), or a multi-agent
-// checkpoint or registry reference (Options.ResolveFungible), with "#graph-free" for its decoder
+// checkpoint or registry reference (Options.Learned), with "#graph-free" for its decoder
 // without the coordination graph.
 type fungibleKind struct{}
 
@@ -102,12 +105,13 @@ func (fungibleKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options)
 		w.work = append(w.work, work)
 	}
 	// Last, since resolving may load networks or pull from the registry.
+	resolve := learnedResolver[FungibleResolver](opts.Learned, FungibleKind)
 	for _, i := range slices.Sorted(maps.Keys(learned)) {
 		ref := learned[i]
-		if opts.ResolveFungible == nil {
+		if resolve == nil {
 			return nil, fmt.Errorf("policies[%d]: %q: multi-agent checkpoints need a resolver that loads networks (schedrl eval provides one)", i, ref.Raw)
 		}
-		if w.policies[i].round, err = opts.ResolveFungible(ref, decodes[i], w.cluster, w.model); err != nil {
+		if w.policies[i].round, err = resolve(ref, decodes[i], w.cluster, w.model); err != nil {
 			return nil, fmt.Errorf("policies[%d]: %w", i, err)
 		}
 	}

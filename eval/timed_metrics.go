@@ -43,6 +43,8 @@ type TimedSeedRun struct {
 	// Migrations and DowntimeS are a defrag-online run's migrations started and their downtime.
 	Migrations int     `json:"migrations,omitempty"`
 	DowntimeS  float64 `json:"downtime_s,omitempty"`
+	// FragRatioMeanPct is a drr run's time-averaged fragmentation rate (%).
+	FragRatioMeanPct *float64 `json:"frag_ratio_mean_pct,omitempty"`
 	// MAIFS counts a multi-agent policy's decision points, agents, coordination edges and the
 	// conflicts the graph-free decoder would have had (fungible world).
 	MAIFS       *env.MAIFSStats `json:"maifs,omitempty"`
@@ -65,6 +67,8 @@ type TimedResult struct {
 	AllocGPUMeanPct Summary            `json:"alloc_gpu_mean_pct"`
 	QueueLenMean    Summary            `json:"queue_length_mean"`
 	QueueDelay      map[string]Summary `json:"queue_delay_mean_s,omitempty"`
+	// FragRatioMeanPct summarises the runs' FragRatioMeanPct where they have one (drr).
+	FragRatioMeanPct *Summary `json:"frag_ratio_mean_pct,omitempty"`
 	// VsBaseline pairs each of PairedMetrics with the baseline's on the same seeds (absent for
 	// the baseline itself).
 	VsBaseline map[string]*Paired `json:"vs_baseline,omitempty"`
@@ -154,7 +158,22 @@ func aggregateTimed(policy, workload string, runs []TimedSeedRun) TimedResult {
 			r.QueueDelay[k] = over(func(s TimedSeedRun) float64 { return s.QueueDelay[k] })
 		}
 	}
+	if len(runs) > 0 && runs[0].FragRatioMeanPct != nil {
+		s := over(func(s TimedSeedRun) float64 { return *s.FragRatioMeanPct })
+		r.FragRatioMeanPct = &s
+	}
 	return r
+}
+
+// fragRatioKey is the drr kind's measure, the time-averaged fragmentation rate.
+const fragRatioKey = "frag_ratio_mean_pct"
+
+func fragRatios(r *TimedResult) []float64 {
+	xs := make([]float64, len(r.PerSeed))
+	for i, run := range r.PerSeed {
+		xs[i] = *run.FragRatioMeanPct
+	}
+	return xs
 }
 
 // Find returns the result of policy on workload, or nil.
@@ -191,6 +210,9 @@ func (m *TimedMetrics) pairWithBaseline() {
 		}
 		if r.QueueDelay != nil && base.QueueDelay != nil {
 			r.VsBaseline[gpuDelayKey] = PairSeeds(m.Baseline, gpuDelays(r), gpuDelays(base))
+		}
+		if r.FragRatioMeanPct != nil && base.FragRatioMeanPct != nil {
+			r.VsBaseline[fragRatioKey] = PairSeeds(m.Baseline, fragRatios(r), fragRatios(base))
 		}
 	}
 }

@@ -354,3 +354,29 @@ func TestTimeMeanHoldsEachSample(t *testing.T) {
 		t.Errorf("fileName = %q", got)
 	}
 }
+
+// A timed kind finds its learned resolver under its own name in Options.Learned: the fungible
+// world hands its registry reference to the FungibleResolver there (whose error comes back), refuses it
+// without one, and a resolver of another kind's type under its name is a programming error.
+func TestLearnedResolverByKind(t *testing.T) {
+	cfg := timedConfig(t, FungibleKind)
+	cfg.Timed.ServersGPUs = "8"
+	cfg.Policies = []string{"fifo", "m@champion"}
+	refuse := FungibleResolver(func(ref PolicyRef, _ string, _ fungible.Cluster, _ fungible.SpeedModel) (FungibleFactory, error) {
+		return nil, fmt.Errorf("resolver saw %s", ref.Raw)
+	})
+	_, err := RunTimed(context.Background(), cfg, Options{Log: quiet, Learned: Learned{FungibleKind: refuse}})
+	if err == nil || !strings.Contains(err.Error(), "resolver saw m@champion") {
+		t.Fatalf("with a resolver: %v", err)
+	}
+	_, err = RunTimed(context.Background(), cfg, Options{Log: quiet})
+	if err == nil || !strings.Contains(err.Error(), "need a resolver that loads networks") {
+		t.Fatalf("without one: %v", err)
+	}
+	defer func() {
+		if r, _ := recover().(string); !strings.Contains(r, `Learned["fungible"]`) {
+			t.Fatalf("a DefragResolver under fungible: recover() = %q", r)
+		}
+	}()
+	_, _ = RunTimed(context.Background(), cfg, Options{Log: quiet, Learned: Learned{FungibleKind: DefragResolver(nil)}})
+}

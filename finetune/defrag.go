@@ -75,14 +75,13 @@ func (e *defragEpisodes) ranked() bool { return false }
 
 // summary reports the held-out plans' means at the start and the end.
 func (e *defragEpisodes) summary(res *Result) map[string]float64 {
-	res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
-	s, f := res.StartDefrag, res.FinalDefrag
+	s, f := &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
 	res.Summary = allocSummary(res, fmt.Sprintf("fine-tuned %s: held-out plans, fragment ratio %.2f%% -> %.2f%% (start) / %.2f%% (end), "+
 		"pending GPUs placed %.2f -> %.2f, migrations %.1f -> %.1f, after %d env steps (%.0f steps/s, %.0f s)",
 		res.Dir, s.FragRatioBefore, s.FragRatioAfter, f.FragRatioAfter, s.PendingGPUs, f.PendingGPUs,
 		s.Migrations, f.Migrations, res.EnvSteps, res.StepsPerSecond, res.Seconds))
 	metrics := map[string]float64{"env_steps": float64(res.EnvSteps)}
-	for k, v := range res.FinalDefrag.fields() {
+	for k, v := range f.fields() {
 		metrics["final_"+k] = v
 	}
 	return metrics

@@ -50,7 +50,7 @@ func TestDefragFromScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Complete || res.Updates != 4 || res.StartDefrag == nil || res.FinalDefrag == nil {
+	if !res.Complete || res.Updates != 4 || res.Start.Defrag == nil || res.Final.Defrag == nil {
 		t.Fatalf("result %+v", res)
 	}
 	recs, err := readRecord(filepath.Join(out, RecordFile))
@@ -80,7 +80,7 @@ func TestDefragFromScratch(t *testing.T) {
 	}
 	finiteAll(t, "held-out", *last.HeldOutFragBefore, *last.HeldOutFragAfter, *last.HeldOutPending,
 		*last.HeldOutPendingGPUs, *last.HeldOutMigrations, *last.HeldOutReward)
-	m := res.FinalDefrag
+	m := res.Final.Defrag.Mean
 	if m.Migrations > 6 || m.FragRatioBefore <= 0 { // 6: the 24-node share of 300
 		t.Fatalf("held-out plans: %+v (budget 6)", m)
 	}

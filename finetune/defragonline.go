@@ -82,8 +82,7 @@ func (e *onlineEpisodes) draw(rng *rand.Rand) Draw { return e.base.draw(rng) }
 func (e *onlineEpisodes) ranked() bool { return false }
 
 func (e *onlineEpisodes) summary(res *Result) map[string]float64 {
-	res.StartDefrag, res.FinalDefrag = &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
-	s, f := res.StartDefrag, res.FinalDefrag
+	s, f := &res.Start.Defrag.Mean, &res.Final.Defrag.Mean
 	res.Summary = family.Summary{Metric: "heldout_whole_gpu_queue_delay_mean_s", Value: f.WholeGPUDelay,
 		Note: fmt.Sprintf("%d env steps, %.0f steps/s, held-out whole-GPU delay %.1f -> %.1f s, migrations %.1f -> %.1f",
 			res.EnvSteps, res.StepsPerSecond, s.WholeGPUDelay, f.WholeGPUDelay, s.Migrations, f.Migrations),
@@ -92,7 +91,7 @@ func (e *onlineEpisodes) summary(res *Result) map[string]float64 {
 			res.Dir, s.WholeGPUDelay, f.WholeGPUDelay, s.Migrations, f.Migrations, s.Reward, f.Reward,
 			res.EnvSteps, res.StepsPerSecond, res.Seconds)}}
 	metrics := map[string]float64{"env_steps": float64(res.EnvSteps)}
-	for k, v := range res.FinalDefrag.fields() {
+	for k, v := range f.fields() {
 		metrics["final_"+k] = v
 	}
 	return metrics

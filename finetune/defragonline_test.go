@@ -43,7 +43,7 @@ func TestDefragOnlineFromScratch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Complete || res.Updates != 3 || res.FinalDefrag == nil {
+	if !res.Complete || res.Updates != 3 || res.Final.Defrag == nil {
 		t.Fatalf("result %+v", res)
 	}
 	recs, err := readRecord(filepath.Join(out, RecordFile))
@@ -56,8 +56,8 @@ func TestDefragOnlineFromScratch(t *testing.T) {
 	if last := recs[len(recs)-1]; last.HeldOutReward == nil || last.HeldOutMigrations == nil || last.HeldOutWholeGPUDelay == nil {
 		t.Fatalf("the last update has no held-out evaluation: %+v", last)
 	}
-	if !res.FinalDefrag.Online || res.FinalDefrag.WholeGPUDelay <= 0 {
-		t.Errorf("held-out whole-GPU delay %v: the load-1.1 timeline queues", res.FinalDefrag.WholeGPUDelay)
+	if m := res.Final.Defrag.Mean; !m.Online || m.WholeGPUDelay <= 0 {
+		t.Errorf("held-out whole-GPU delay %v: the load-1.1 timeline queues", m.WholeGPUDelay)
 	}
 }
 

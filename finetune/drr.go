@@ -84,7 +84,6 @@ func (e *drrEpisodes) evaluate(pol policy, workers int) (heldOut, error) {
 
 func (e *drrEpisodes) summary(res *Result) map[string]float64 {
 	m := map[string]float64{"env_steps": float64(res.EnvSteps)}
-	res.StartDRR, res.FinalDRR = res.Start.DRR, res.Final.DRR
 	s, f := res.Start.DRR, res.Final.DRR
 	if s == nil || f == nil {
 		return m

@@ -564,36 +564,26 @@ func (t *maifsTrainer) checkpoint() error {
 // result sums the run up and, when the budget is spent, makes the run directory the
 // fine-tuned checkpoint (the last network; best/ holds the best checked one).
 func (t *maifsTrainer) result() (Result, error) {
-	res, st := t.res, t.st
-	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
-	res.Seconds = st.Seconds + t.trainSec
-	if t.procSec > 0 {
-		res.StepsPerSecond = float64(t.procSteps) / t.procSec
-	}
-	res.Final = st.Evals[len(st.Evals)-1].Held
-	best := st.Evals[bestEval(st.Evals)]
-	res.BestUpdate = best.Update
-	res.StartMAIFS, res.FinalMAIFS, res.BestMAIFS = res.Start.MAIFS, res.Final.MAIFS, best.Held.MAIFS
+	res := t.sum(t.res)
 	res.Summary = maifsSummary(&res)
-	if st.Update < t.updates {
+	if !res.Complete {
 		return res, nil
 	}
-	res.Complete = true
 	if err := os.Remove(filepath.Join(t.fc.Out, checkpoint.ManifestFile)); err != nil && !os.IsNotExist(err) {
 		return res, err
 	}
-	f := res.FinalMAIFS
-	_, err := nn.SaveMAIFS(t.fc.Out, t.net, t.lineage(map[string]float64{"final_avg_jct_h": f.AvgJCT, "final_makespan_h": f.Makespan, "env_steps": float64(st.EnvSteps)}))
+	f := res.Final.MAIFS
+	_, err := nn.SaveMAIFS(t.fc.Out, t.net, t.lineage(map[string]float64{"final_avg_jct_h": f.AvgJCT, "final_makespan_h": f.Makespan, "env_steps": float64(res.EnvSteps)}))
 	return res, err
 }
 
 // maifsSummary reports the held-out checks' avg JCT and makespan, before and after (and the
 // best, when it is not the start's).
 func maifsSummary(res *Result) family.Summary {
-	s, e := res.StartMAIFS, res.FinalMAIFS
+	s, e := res.Start.MAIFS, res.Final.MAIFS
 	lines := []string{fmt.Sprintf("fine-tuned %s: held-out check (greedy, maifs.generate x maifs.val_seeds), avg JCT %.2f -> %.2f h, makespan %.1f -> %.1f h, "+
 		"after %d env steps (decision points; %.1f steps/s, %.0f s)", res.Dir, s.AvgJCT, e.AvgJCT, s.Makespan, e.Makespan, res.EnvSteps, res.StepsPerSecond, res.Seconds)}
-	if b := res.BestMAIFS; res.BestUpdate > 0 {
+	if b := res.Best.MAIFS; res.BestUpdate > 0 {
 		lines = append(lines, fmt.Sprintf("best held-out check: avg JCT %.2f h, makespan %.1f h at update %d, in %s", b.AvgJCT, b.Makespan, res.BestUpdate, filepath.Join(res.Dir, BestDir)))
 	}
 	return family.Summary{Metric: "heldout_avg_jct_h", Value: e.AvgJCT, Lines: lines,

@@ -203,7 +203,7 @@ func TestMAIFSDeterministicAndResumes(t *testing.T) {
 		recs[0].DecidingAgents == nil || !(*recs[0].DecidingAgents > 0) {
 		t.Fatalf("record %d lines (%v)", len(recs), err)
 	}
-	if ra.StartMAIFS == nil || ra.FinalMAIFS == nil || !(ra.FinalMAIFS.AvgJCT > 0) {
+	if ra.Start.MAIFS == nil || ra.Final.MAIFS == nil || !(ra.Final.MAIFS.AvgJCT > 0) {
 		t.Fatalf("result %+v", ra)
 	}
 }

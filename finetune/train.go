@@ -47,9 +47,13 @@ type Result struct {
 	// StepsPerSecond is environment steps over the wall time of rollouts and updates
 	// (held-out evaluations excluded).
 	StepsPerSecond float64 `json:"env_steps_per_second"`
-	Start, Final   heldOut `json:"-"`
-	StartMean      float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
-	FinalMean      float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
+	// Start, Final and Best are the held-out evaluations of the start, the last update and
+	// BestUpdate, each with its family's part (heldOut's family field).
+	Start     heldOut `json:"start"`
+	Final     heldOut `json:"final"`
+	Best      heldOut `json:"best"`
+	StartMean float64 `json:"start_mean_alloc_gpu_pct,omitempty"`
+	FinalMean float64 `json:"final_mean_alloc_gpu_pct,omitempty"`
 	// BestMean and BestUpdate are the best held-out evaluation, the start included; its
 	// network is in Dir/BestDir unless it is the start's (BestUpdate 0).
 	BestMean   float64 `json:"best_mean_alloc_gpu_pct,omitempty"`
@@ -57,19 +61,8 @@ type Result struct {
 	// FinalVsStart pairs the last held-out evaluation with the start's seed by seed
 	// (placement): whether PPO changed the greedy policy by more than the seeds' noise.
 	FinalVsStart *eval.Paired `json:"final_vs_start,omitempty"`
-	// StartDefrag and FinalDefrag are a defrag run's held-out plan means.
-	StartDefrag *defragMeans `json:"start_defrag,omitempty"`
-	FinalDefrag *defragMeans `json:"final_defrag,omitempty"`
-	// StartMAIFS, FinalMAIFS and BestMAIFS are a maifs run's held-out checks (BestUpdate's
-	// network is in Dir/BestDir unless it is the start's).
-	StartMAIFS *maifsHeld `json:"start_maifs,omitempty"`
-	FinalMAIFS *maifsHeld `json:"final_maifs,omitempty"`
-	BestMAIFS  *maifsHeld `json:"best_maifs,omitempty"`
-	// StartDRR and FinalDRR are a drr run's held-out timelines.
-	StartDRR *drrHeld `json:"start_drr,omitempty"`
-	FinalDRR *drrHeld `json:"final_drr,omitempty"`
-	Resumed  bool     `json:"resumed"`
-	Complete bool     `json:"complete"`
+	Resumed      bool         `json:"resumed"`
+	Complete     bool         `json:"complete"`
 	// Summary is the run in its family's terms, which the family's trainer writes.
 	Summary family.Summary `json:"-"`
 }
@@ -435,26 +428,30 @@ func (t *trainer) checkpoint() error {
 // result sums the run up and, when the budget is spent, makes the run directory the
 // fine-tuned checkpoint.
 func (t *trainer) result() (Result, error) {
-	res, st := t.res, t.st
-	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
-	res.Seconds = st.Seconds + t.trainSec
-	if t.procSec > 0 {
-		res.StepsPerSecond = float64(t.procSteps) / t.procSec
-	}
-	res.StartMean = res.Start.Mean
-	res.Final = st.Evals[len(st.Evals)-1].Held
-	res.FinalMean = res.Final.Mean
-	best := st.Evals[bestEval(st.Evals)]
-	res.BestMean, res.BestUpdate = best.Held.Mean, best.Update
+	res := t.sum(t.res)
+	res.StartMean, res.FinalMean, res.BestMean = res.Start.Mean, res.Final.Mean, res.Best.Mean
 	metrics := t.eps.summary(&res)
-	if st.Update < t.updates {
+	if !res.Complete {
 		return res, nil
 	}
-	res.Complete = true
-	if err := t.m.final(t.cfg.Finetune.Out, st, metrics); err != nil {
-		return res, err
+	return res, t.m.final(t.cfg.Finetune.Out, t.st, metrics)
+}
+
+// sum is the part of a run's result both trainers count the same way: res (the start's
+// evaluation in it) with the updates, steps, times, final and best evaluations and whether
+// the budget is spent.
+func (c *clock) sum(res Result) Result {
+	st := c.st
+	res.Updates, res.EnvSteps = st.Update, st.EnvSteps
+	res.Seconds = st.Seconds + c.trainSec
+	if c.procSec > 0 {
+		res.StepsPerSecond = float64(c.procSteps) / c.procSec
 	}
-	return res, nil
+	res.Final = st.Evals[len(st.Evals)-1].Held
+	best := st.Evals[bestEval(st.Evals)]
+	res.Best, res.BestUpdate = best.Held, best.Update
+	res.Complete = st.Update >= c.updates
+	return res
 }
 
 // bestEval is the index of the first evaluation with the highest mean.

@@ -12,13 +12,22 @@ import (
 // by more than Margin: exceeds them, or for a LowerIsBetter measure (a JCT, a makespan, a
 // queueing delay) falls below them. With Paired the margin must hold at the low end of the 95%
 // interval of the seed-by-seed gain, so a win that is only the noise of a few workloads is
-// refused.
+// refused. Guardrails are measures the candidate need not win on but must not lose on by
+// more than their tolerance against any baseline (with Paired, at the high end of the 95%
+// interval of the seed-by-seed loss).
 type Gate struct {
-	Metrics   []Measure
-	Margin    float64
-	Paired    bool
-	Workloads []string
-	Baselines []string
+	Metrics    []Measure
+	Margin     float64
+	Paired     bool
+	Workloads  []string
+	Baselines  []string
+	Guardrails []Guardrail
+}
+
+// Guardrail is a measure the candidate may lose on by at most Tolerance (in its unit).
+type Guardrail struct {
+	Measure
+	Tolerance float64
 }
 
 // Measure is one metric the gate compares and which way is better.
@@ -41,7 +50,9 @@ type Comparison struct {
 	// GainLow is the low end of the 95% interval of the candidate's gain per seed (Paired
 	// only): candidate − other, or other − candidate when lower is better.
 	GainLow *float64 `json:"gain_ci95_low,omitempty"`
-	Pass    bool     `json:"pass"`
+	// Tolerance is a guardrail's: the candidate passes unless it loses by more than this.
+	Tolerance *float64 `json:"guardrail_tolerance,omitempty"`
+	Pass      bool     `json:"pass"`
 }
 
 // Decision is the gate's verdict with the reason recorded in the run record and registry.
@@ -83,11 +94,36 @@ func (g Gate) Decide(scores map[string]Scores, candidate, champion string) Decis
 			}
 		}
 	}
+	var breached []string
+	for _, gr := range g.Guardrails {
+		for _, w := range g.Workloads {
+			c, ok := scores[gr.Name][candidate][w]
+			if !ok || len(c) == 0 {
+				missing = append(missing, fmt.Sprintf("%s of %s on %s", gr.Name, candidate, w))
+				continue
+			}
+			for _, o := range g.Baselines {
+				v, ok := scores[gr.Name][o][w]
+				if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
+					missing = append(missing, fmt.Sprintf("%s of %s on %s", gr.Name, o, w))
+					continue
+				}
+				cmp := g.guard(gr, c, v)
+				cmp.Metric, cmp.Workload, cmp.Against = gr.Name, w, o
+				d.Comparisons = append(d.Comparisons, cmp)
+				if !cmp.Pass {
+					breached = append(breached, cmp.describe())
+				}
+			}
+		}
+	}
 	switch {
 	case len(missing) > 0:
 		d.Reason = "no score: " + strings.Join(missing, ", ")
 	case len(lost) > 0:
 		d.Reason = fmt.Sprintf("does not beat by more than %g%s: %s", g.Margin, g.how(), strings.Join(lost, "; "))
+	case len(breached) > 0:
+		d.Reason = fmt.Sprintf("breaks a guardrail%s: %s", g.how(), strings.Join(breached, "; "))
 	default:
 		d.Promote = true
 		against := strings.Join(opponents, ", ")
@@ -95,6 +131,9 @@ func (g Gate) Decide(scores map[string]Scores, candidate, champion string) Decis
 			against += " (no current champion)"
 		}
 		d.Reason = fmt.Sprintf("beats %s by more than %g%s on %s on %s", against, g.Margin, g.how(), g.metricNames(), strings.Join(g.Workloads, ", "))
+		if len(g.Guardrails) > 0 {
+			d.Reason += "; guardrails kept: " + g.guardrailNames()
+		}
 	}
 	return d
 }
@@ -113,6 +152,32 @@ func (g Gate) compare(m Measure, c, v []float64) Comparison {
 	// One seed has no interval: it cannot show a win.
 	cmp.GainLow, cmp.Pass = &d.Low, d.N > 1 && d.Low > g.Margin
 	return cmp
+}
+
+// guard checks a guardrail: the candidate's gain (as compare's) must not fall below
+// −Tolerance, at the low end of its paired 95% interval with Paired.
+func (g Gate) guard(gr Guardrail, c, v []float64) Comparison {
+	cmp := Gate{Paired: g.Paired}.compare(gr.Measure, c, v)
+	tol := gr.Tolerance
+	cmp.Tolerance = &tol
+	if !g.Paired {
+		gain := cmp.Candidate - cmp.Other
+		if gr.LowerIsBetter {
+			gain = -gain
+		}
+		cmp.Pass = gain >= -tol
+		return cmp
+	}
+	cmp.Pass = len(c) > 1 && *cmp.GainLow >= -tol
+	return cmp
+}
+
+func (g Gate) guardrailNames() string {
+	names := make([]string, len(g.Guardrails))
+	for i, gr := range g.Guardrails {
+		names[i] = fmt.Sprintf("%s within %g", gr.Name, gr.Tolerance)
+	}
+	return strings.Join(names, ", ")
 }
 
 // metricNames lists the gate's metrics for its reason: "avg_jct_s (lower is better) and
@@ -139,6 +204,9 @@ func (c Comparison) describe() string {
 	s := fmt.Sprintf("%s %.3f vs %s %.3f on %s", c.Metric, c.Candidate, c.Against, c.Other, c.Workload)
 	if c.GainLow != nil {
 		s += fmt.Sprintf(" (the gain's 95%% interval starts at %+.3f)", *c.GainLow)
+	}
+	if c.Tolerance != nil {
+		s += fmt.Sprintf(" (tolerance %g)", *c.Tolerance)
 	}
 	return s
 }

@@ -130,3 +130,30 @@ func TestGateTwoMetrics(t *testing.T) {
 		t.Errorf("missing makespan: %+v", d)
 	}
 }
+
+// A guardrail lets the candidate lose on a measure by at most its tolerance against each
+// baseline: paired, at the high end of the 95% interval of the seed-by-seed loss.
+func TestGateGuardrails(t *testing.T) {
+	frag := Measure{Name: "frag_ratio_mean_pct", LowerIsBetter: true}
+	delay := Measure{Name: "queue_delay_gpu_mean_s", LowerIsBetter: true}
+	g := Gate{Metrics: []Measure{frag}, Paired: true, Workloads: []string{"default"}, Baselines: []string{"fgd"},
+		Guardrails: []Guardrail{{Measure: delay, Tolerance: 10}}}
+	scores := map[string]Scores{
+		frag.Name: {"fgd": {"default": {30, 31, 32, 33}}, "new": {"default": {20, 21, 22, 23}}},
+		delay.Name: {"fgd": {"default": {100, 110, 120, 130}},
+			"new": {"default": {104, 115, 123, 136}}}, // 4.5 s worse on average, steadily: within 10
+	}
+	d := g.Decide(scores, "new", "")
+	if !d.Promote || !strings.Contains(d.Reason, "guardrails kept: queue_delay_gpu_mean_s within 10") {
+		t.Fatalf("within tolerance: %+v", d)
+	}
+	scores[delay.Name]["new"]["default"] = []float64{125, 130, 150, 160} // 26 s worse
+	d = g.Decide(scores, "new", "")
+	if d.Promote || !strings.Contains(d.Reason, "breaks a guardrail") || !strings.Contains(d.Reason, "tolerance 10") {
+		t.Fatalf("beyond tolerance: %+v", d)
+	}
+	delete(scores[delay.Name], "fgd")
+	if d = g.Decide(scores, "new", ""); d.Promote || !strings.Contains(d.Reason, "no score: queue_delay_gpu_mean_s of fgd on default") {
+		t.Fatalf("missing guardrail scores: %+v", d)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/schedrl/schedrl/internal/checkpoint"
@@ -336,17 +337,29 @@ func (r *Registry) Promote(ctx context.Context, ref, alias string) (Version, err
 	return v, nil
 }
 
-// pipelineConfigs names the pipeline config that publishes each of the models the repository's
-// pipelines create.
-var pipelineConfigs = map[string]string{
-	"placement": "configs/default.yaml",
-	"defrag":    "configs/defrag-online.yaml",
-	"maifs":     "configs/maifs.yaml",
+var (
+	pipelineMu sync.RWMutex
+	// pipelineConfigs names the pipeline config that publishes each of the models the
+	// repository's pipelines create; each family's file registers its own.
+	pipelineConfigs = map[string]string{}
+)
+
+// RegisterPipelineConfig records that the pipeline config cfg publishes model, for the hint a
+// miss of model gives; model registered twice with different configs is a programming error.
+func RegisterPipelineConfig(model, cfg string) {
+	pipelineMu.Lock()
+	defer pipelineMu.Unlock()
+	if old, dup := pipelineConfigs[model]; dup && old != cfg {
+		panic("registry: model " + model + " published by both " + old + " and " + cfg)
+	}
+	pipelineConfigs[model] = cfg
 }
 
 // PipelineConfig is the config whose pipeline publishes model, when it is one of the
 // repository's pipelines' models.
 func PipelineConfig(model string) (string, bool) {
+	pipelineMu.RLock()
+	defer pipelineMu.RUnlock()
 	cfg, ok := pipelineConfigs[model]
 	return cfg, ok
 }

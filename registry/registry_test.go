@@ -333,6 +333,7 @@ func TestCorruptVersionDoesNotHideTheRest(t *testing.T) {
 
 // A pipeline's model that no pipeline has published yet says which pipeline to run.
 func TestUnpublishedPipelineModelSaysWhatToRun(t *testing.T) {
+	RegisterPipelineConfig("placement", "configs/default.yaml") // as the placement family's file does
 	r := open(t, fileConfig(t))
 	if _, err := r.Publish(context.Background(), "m", makeCheckpoint(t, 74)); err != nil {
 		t.Fatal(err)
@@ -361,4 +362,16 @@ func TestFlattenHyperGivesKeyPaths(t *testing.T) {
 			t.Errorf("%s printed as a Go map: %s", k, v)
 		}
 	}
+}
+
+// Two configs publishing one model is refused when the second registers.
+func TestRegisterPipelineConfigRefusesASecondConfig(t *testing.T) {
+	RegisterPipelineConfig("test-hint", "configs/a.yaml")
+	RegisterPipelineConfig("test-hint", "configs/a.yaml") // the same registration again is harmless
+	defer func() {
+		if r, _ := recover().(string); !strings.Contains(r, "configs/a.yaml and configs/b.yaml") {
+			t.Fatalf("second config for test-hint: recover() = %v", r)
+		}
+	}()
+	RegisterPipelineConfig("test-hint", "configs/b.yaml")
 }

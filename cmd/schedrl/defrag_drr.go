@@ -12,15 +12,9 @@ import (
 	"github.com/schedrl/schedrl/internal/checkpoint"
 )
 
-// drrRescheduler is the rescheduling half of the DRR policy: the heuristic method with the
-// lowest mean fragmentation rate relative to FGD-without-rescheduling over training seeds
-// 1001-1003 (default and gpushare40, loads 0.7 and 0.9, DRR's periodic trigger and budget;
-// docs/drr.md). No learned rescheduler does better there: the oracle bounds them all near 1.
-const drrRescheduler = "greedy"
-
 // drrPolicy makes `defrag online --model` run the whole DRR policy when the model is a
 // placement checkpoint (a directory or MODEL@ALIAS|N): the checkpoint places every start and
-// drrRescheduler relocates running tasks on the trigger. ok is false for any other model (a
+// online.DRRRescheduler relocates running tasks on the trigger. ok is false for any other model (a
 // defrag checkpoint stays the rescheduler, as before).
 func (o *defragOnlineOptions) drrPolicy(ctx context.Context) (p online.Planner, ok bool, err error) {
 	dir := o.Model
@@ -41,7 +35,7 @@ func (o *defragOnlineOptions) drrPolicy(ctx context.Context) (p online.Planner, 
 	} else {
 		o.Placer = "ckpt:" + dir
 	}
-	o.Method = drrRescheduler
-	p, err = online.NewPlanner(drrRescheduler)
+	o.Method = online.DRRRescheduler
+	p, err = online.NewPlanner(online.DRRRescheduler)
 	return p, true, err
 }

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/schedrl/schedrl/defrag/online"
 )
 
 // `defrag online --model` with a placement checkpoint runs the whole DRR policy: the
-// checkpoint places, drrRescheduler reschedules on the periodic trigger. By directory and by
+// checkpoint places, online.DRRRescheduler reschedules on the periodic trigger. By directory and by
 // registry reference it is the run of --placer ckpt:DIR --method greedy.
 func TestDefragOnlineDRRModel(t *testing.T) {
 	cfg, ckpt := placementRegistry(t)
@@ -29,7 +31,7 @@ func TestDefragOnlineDRRModel(t *testing.T) {
 		}
 		return m
 	}
-	want := run("", "ckpt:"+ckpt, drrRescheduler)
+	want := run("", "ckpt:"+ckpt, online.DRRRescheduler)
 	if want["invocations"].(float64) == 0 {
 		t.Fatalf("the rescheduler was never invoked: %v", want)
 	}
@@ -37,7 +39,7 @@ func TestDefragOnlineDRRModel(t *testing.T) {
 		got := run(model, "fgd", "none")
 		for _, k := range []string{"frag_ratio_mean_pct", "completion_mean_s", "migrations", "invocations"} {
 			if got[k] != want[k] {
-				t.Errorf("--model %s: %s %v, --placer ckpt:DIR --method %s %v", model, k, got[k], drrRescheduler, want[k])
+				t.Errorf("--model %s: %s %v, --placer ckpt:DIR --method %s %v", model, k, got[k], online.DRRRescheduler, want[k])
 			}
 		}
 		if got["method"] != "model:"+model {

@@ -21,6 +21,11 @@ func modelPlanner(cfg config.Config, dir string) (defrag.Planner, error) {
 	return nn.LoadDefragPolicy(dir, dev)
 }
 
+// The defrag-online eval kind's networks load here.
+func init() {
+	registerLearned(online.EnvName, func(cfg config.Config, log *slog.Logger) (any, func()) { return defragResolver(cfg, log) })
+}
+
 // defragResolver resolves the defrag-online eval's checkpoint and registry references (pulled
 // as policyResolver pulls them) into online planners, the network loaded once per run.
 func defragResolver(cfg config.Config, log *slog.Logger) (eval.DefragResolver, func()) {

@@ -215,12 +215,10 @@ func runEval(ctx context.Context, opts *evalOptions) error {
 	}
 	resolve, cleanup := policyResolver(cfg, slog.Default(), opts.Shipped)
 	defer cleanup()
-	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
-	defer cleanupDefrag()
-	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
-	defer cleanupMAIFS()
-	evalOpts := eval.Options{Resolve: resolve, ResolveDefrag: resolveDefrag, DefragOnline: &cfg.DefragOnline,
-		ResolveFungible: resolveMAIFS, Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
+	learned, cleanupLearned := learnedResolvers(cfg, slog.Default())
+	defer cleanupLearned()
+	evalOpts := eval.Options{Resolve: resolve, Learned: learned, DefragOnline: &cfg.DefragOnline,
+		Force: opts.Force, Log: slog.Default(), Progress: isTerminal(os.Stderr)}
 	if len(opts.Shipped) > 0 {
 		evalOpts.Fetched = map[string]bool{}
 		for dir := range opts.Shipped {

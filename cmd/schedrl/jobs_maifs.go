@@ -70,6 +70,11 @@ func loadMAIFS(cfg config.Config, dir string, c fungible.Cluster, m fungible.Spe
 	return &env.MAIFSPolicy{Env: e, Scorer: nn.MAIFSScorer{Net: net, Dev: dev}, Uncoordinated: decode == "graph-free"}, nil
 }
 
+// The fungible eval kind's multi-agent networks load here.
+func init() {
+	registerLearned(eval.FungibleKind, func(cfg config.Config, log *slog.Logger) (any, func()) { return maifsResolver(cfg, log) })
+}
+
 // maifsResolver resolves the fungible eval's multi-agent checkpoints and registry references
 // (pulled once into a temporary directory, which cleanup removes): each reference is loaded
 // once before any run, so a bad one fails first, and again for every run, which keeps its own

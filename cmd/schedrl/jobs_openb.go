@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -303,42 +302,6 @@ func openbPlacers(cfg config.Config, log *slog.Logger) (resolve func(string) (po
 		if err != nil {
 			return nil, err
 		}
-		live, err := f()
-		if err != nil {
-			return nil, fmt.Errorf("policy %q: %w", name, err)
-		}
-		copies, err := f()
-		if err != nil {
-			return nil, fmt.Errorf("policy %q: %w", name, err)
-		}
-		return &learnedPlacer{live: live, copies: copies}, nil
+		return eval.LearnedPlacer(name, f)
 	}, cleanup
-}
-
-// learnedPlacer is a checkpoint's placer where the world wants a policy.Placer. A checkpoint
-// placer keeps per-cluster state (the GPU demand offered so far, one of its features) and
-// restarts it on another cluster, so the world's cluster (the first it is asked about) has a
-// placer of its own and a defragmenter's planning copies share the other. Its Score is FGD's,
-// the fragment measure's own: a defragmenter ranks by it only the migration targets other than
-// the network's choice.
-type learnedPlacer struct {
-	live, copies sim.Placer
-	liveID       uint64
-	bound        bool
-}
-
-func (p *learnedPlacer) Name() string { return p.live.Name() }
-
-func (p *learnedPlacer) Place(c *sim.Cluster, t sim.Task, rng *rand.Rand) (sim.Choice, bool) {
-	if !p.bound {
-		p.liveID, p.bound = c.ID(), true
-	}
-	if c.ID() == p.liveID {
-		return p.live.Place(c, t, rng)
-	}
-	return p.copies.Place(c, t, rng)
-}
-
-func (*learnedPlacer) Score(c *sim.Cluster, t sim.Task, ch sim.Choice) float64 {
-	return sim.FGDScore(c.FragDelta(t, ch))
 }

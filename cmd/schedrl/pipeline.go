@@ -148,10 +148,9 @@ func runPipelineStatus(_ context.Context, opts *pipelineStatusOptions) error {
 // removes the registry versions eval's policy resolvers pulled.
 func buildPipeline(cfg config.Config) (*pipeline.Pipeline, string, func(), error) {
 	resolve, cleanupPlacers := policyResolver(cfg, slog.Default(), nil)
-	resolveDefrag, cleanupDefrag := defragResolver(cfg, slog.Default())
-	resolveMAIFS, cleanupMAIFS := maifsResolver(cfg, slog.Default())
-	cleanup := func() { cleanupPlacers(); cleanupDefrag(); cleanupMAIFS() }
-	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, ResolveDefrag: resolveDefrag, ResolveFungible: resolveMAIFS,
+	learned, cleanupLearned := learnedResolvers(cfg, slog.Default())
+	cleanup := func() { cleanupPlacers(); cleanupLearned() }
+	p, err := stages.Build(cfg, stages.Deps{ResolvePolicy: resolve, Learned: learned,
 		Pretrain: pretrainStage, Finetune: finetuneStage})
 	if err == nil {
 		var rev string

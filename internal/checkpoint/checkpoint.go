@@ -38,7 +38,7 @@ type Manifest struct {
 	Format         int                `json:"format"`
 	Model          string             `json:"model"`                  // network kind/architecture, e.g. "attention-policy"
 	Hyper          map[string]any     `json:"hyper,omitempty"`        // architecture and training hyper-parameters
-	Env            string             `json:"env"`                    // environment name, e.g. "defrag"
+	Env            string             `json:"env"`                    // environment (family) name
 	FeatureVersion int                `json:"feature_version"`        // observation encoding version of Env
 	DatasetHash    string             `json:"dataset_hash,omitempty"` // manifest hash of the training dataset
 	ConfigHash     string             `json:"config_hash,omitempty"`

@@ -7,7 +7,7 @@ import (
 )
 
 // TimedKinds are the timed worlds eval can run (eval.timed.kind); "" is the arrival protocol.
-var TimedKinds = []string{"jobs", "fungible", "tasks", "defrag-online"}
+var TimedKinds = []string{"jobs", "fungible", "tasks", "defrag-online", "drr"}
 
 // TimedEvalConfig is eval's timed-workload form (eval.timed): with Kind set, eval runs the
 // policies on timed workloads of that world instead of the arrival protocol. eval.policies then
@@ -40,6 +40,9 @@ type TimedEvalConfig struct {
 	Queue string `mapstructure:"queue" yaml:"queue"`
 	// SeriesStep spaces the tasks world's time series (s); the jobs worlds sample every round.
 	SeriesStep float64 `mapstructure:"series_step" yaml:"series_step"`
+	// SampleNodes runs each drr timeline on that many nodes of eval.nodes drawn by its seed
+	// (DRR's sub-clusters; 0: all of them).
+	SampleNodes int `mapstructure:"sample_nodes" yaml:"sample_nodes"`
 }
 
 // SetDefaults is Gavel's 36:36:36 cluster in 360 s rounds, and openb at offered load 1.0 with
@@ -82,6 +85,8 @@ func (c TimedEvalConfig) Validate() error {
 		return fmt.Errorf("timed.warmup: must be >= 0 seconds, got %v", c.Warmup)
 	case strings.TrimSpace(c.Queue) == "":
 		return fmt.Errorf("timed.queue: must name a queue discipline (backfill, fifo)")
+	case c.SampleNodes < 0:
+		return fmt.Errorf("timed.sample_nodes: must be >= 0 (0: every node), got %d", c.SampleNodes)
 	case !pos(c.SeriesStep):
 		return fmt.Errorf("timed.series_step: must be > 0 seconds, got %v", c.SeriesStep)
 	}

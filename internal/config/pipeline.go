@@ -2,8 +2,10 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -58,6 +60,36 @@ type GateConfig struct {
 	Workloads []string `mapstructure:"workloads" yaml:"workloads"`
 	// Baselines are heuristic policies in the same eval that the candidate must beat.
 	Baselines []string `mapstructure:"baselines" yaml:"baselines"`
+	// Guardrails are METRIC:TOLERANCE entries ("queue_delay_gpu_mean_s:60"): measures the
+	// candidate need not win on but must not be worse on than any baseline by more than
+	// TOLERANCE (in the metric's unit; with Paired, at the high end of the 95% interval).
+	Guardrails []string `mapstructure:"guardrails" yaml:"guardrails"`
+}
+
+// Guardrail is one parsed gate.guardrails entry.
+type Guardrail struct {
+	Metric    GateMetric
+	Tolerance float64
+}
+
+// GuardrailsOf parses gate.guardrails; errors name the entry.
+func (g GateConfig) GuardrailsOf() ([]Guardrail, error) {
+	var out []Guardrail
+	for i, s := range g.Guardrails {
+		name, tol, ok := strings.Cut(strings.TrimSpace(s), ":")
+		m, known := GateMetricOf(name)
+		t, err := strconv.ParseFloat(tol, 64)
+		switch {
+		case !ok || !known:
+			return nil, fmt.Errorf("gate.guardrails[%d]: %q: want METRIC:TOLERANCE with a metric of %v", i, s, gateMetricNames())
+		case err != nil || !(t >= 0) || math.IsInf(t, 0):
+			return nil, fmt.Errorf("gate.guardrails[%d]: %q: the tolerance must be a number >= 0", i, s)
+		case slices.ContainsFunc(out, func(o Guardrail) bool { return o.Metric.Name == name }):
+			return nil, fmt.Errorf("gate.guardrails[%d]: %q: %s is listed twice", i, s, name)
+		}
+		out = append(out, Guardrail{Metric: m, Tolerance: t})
+	}
+	return out, nil
 }
 
 // PipelineStages is the full stage graph in execution order (PipelineInputs gives its edges).
@@ -82,6 +114,7 @@ var GateMetrics = []GateMetric{
 	{Name: "alloc_gpu_mean_pct", Timed: true},
 	{Name: "queue_delay_gpu_mean_s", Timed: true, LowerIsBetter: true},
 	{Name: "queue_delay_whole-gpu_mean_s", Timed: true, LowerIsBetter: true},
+	{Name: "frag_ratio_mean_pct", Timed: true, LowerIsBetter: true}, // the drr kind's
 }
 
 // GateMetricOf looks a gate metric up by name.
@@ -121,12 +154,13 @@ func (c *PipelineConfig) SetDefaults() {
 	c.LogSeeds = "42-46"
 	c.Model = "placement"
 	c.Gate = GateConfig{
-		Alias:     "champion",
-		Metric:    defaultGateMetric,
-		Metrics:   []string{},
-		Margin:    0,
-		Workloads: []string{"default"},
-		Baselines: []string{"fgd"},
+		Alias:      "champion",
+		Metric:     defaultGateMetric,
+		Metrics:    []string{},
+		Margin:     0,
+		Workloads:  []string{"default"},
+		Baselines:  []string{"fgd"},
+		Guardrails: []string{},
 	}
 	c.Executor.SetDefaults()
 }
@@ -200,7 +234,8 @@ func (g GateConfig) validate() error {
 			return fmt.Errorf("gate.baselines[%d]: empty", i)
 		}
 	}
-	return nil
+	_, err := g.GuardrailsOf()
+	return err
 }
 
 // PipelineInputs names the stages whose outputs stage reads.

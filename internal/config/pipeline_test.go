@@ -31,6 +31,11 @@ func TestPipelineValidate(t *testing.T) {
 		{"metric listed twice", func(c *PipelineConfig) { c.Gate.Metrics = []string{"avg_jct_s", "avg_jct_s"} }, `gate.metrics[1]: "avg_jct_s" is listed twice`},
 		{"bad log seeds", func(c *PipelineConfig) { c.LogSeeds = "46-42" }, "log_seeds:"},
 		{"no workloads", func(c *PipelineConfig) { c.Gate.Workloads = nil }, "gate.workloads:"},
+		{"guardrails", func(c *PipelineConfig) { c.Gate.Guardrails = []string{"queue_delay_gpu_mean_s:30", "avg_jct_s:0"} }, ""},
+		{"guardrail without tolerance", func(c *PipelineConfig) { c.Gate.Guardrails = []string{"avg_jct_s"} }, `gate.guardrails[0]: "avg_jct_s": want METRIC:TOLERANCE`},
+		{"guardrail of an unknown metric", func(c *PipelineConfig) { c.Gate.Guardrails = []string{"avg_jct_s:1", "delay:5"} }, `gate.guardrails[1]: "delay:5": want METRIC:TOLERANCE`},
+		{"negative tolerance", func(c *PipelineConfig) { c.Gate.Guardrails = []string{"avg_jct_s:-1"} }, `gate.guardrails[0]: "avg_jct_s:-1": the tolerance must be a number >= 0`},
+		{"guardrail twice", func(c *PipelineConfig) { c.Gate.Guardrails = []string{"avg_jct_s:1", "avg_jct_s:2"} }, `gate.guardrails[1]: "avg_jct_s:2": avg_jct_s is listed twice`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

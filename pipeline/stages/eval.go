@@ -29,8 +29,7 @@ type evalStage struct {
 	cfg      config.EvalConfig
 	champion string // registry reference MODEL@VERSION of the current champion, or ""
 	resolve  eval.Resolver
-	defrag   eval.DefragResolver
-	fungible eval.FungibleResolver
+	learned  eval.Learned
 	online   *config.DefragOnlineConfig // the defrag-online kind's timelines
 	metric   string                     // the gate's (its first), reported as the stage's metric
 	key      evalKey
@@ -86,7 +85,7 @@ func newEval(cfg config.Config, d Deps) (pipeline.Stage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, defrag: d.ResolveDefrag, fungible: d.ResolveFungible,
+	s := &evalStage{cfg: cfg.Eval, champion: champion, resolve: d.ResolvePolicy, learned: d.Learned,
 		online: &cfg.DefragOnline, metric: cfg.Pipeline.Gate.Names()[0]}
 	s.key = evalKey{Eval: cfg.Eval, Champion: champion, Files: hashes}
 	if f, ok := family.Get(cfg.Eval.Timed.Kind); ok && f.EvalSection != nil {
@@ -120,7 +119,7 @@ func (s *evalStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Result,
 	if roles.Champion != "" {
 		ec.Policies = append(ec.Policies, roles.Champion)
 	}
-	opts := eval.Options{Resolve: s.resolve, ResolveDefrag: s.defrag, ResolveFungible: s.fungible, DefragOnline: s.online,
+	opts := eval.Options{Resolve: s.resolve, Learned: s.learned, DefragOnline: s.online,
 		Force: true, Log: env.Log, Progress: env.Terminal}
 	if s.exec.Kind == "kubernetes" {
 		cleanup, err := s.remote(ctx, env, ec, &opts, roles.Pretrained, roles.Candidate)

@@ -15,17 +15,20 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
 	"github.com/schedrl/schedrl/policy"
+	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 )
 
 // The placement family: the sim section's expert places arrival workloads, and behaviour
-// cloning and PPO learn from its decisions (the episodes read no section beside finetune's).
+// cloning and PPO learn from its decisions (the episodes read no section beside finetune's);
+// configs/default.yaml's pipeline publishes it as the registry model placement.
 func init() {
 	family.Register(family.Family{
 		Name:       env.PlacementName,
 		ExpertLogs: func(cfg config.Config) (pipeline.Stage, error) { return newExpertLogs(cfg) },
 		Dataset:    entityDataset(nil),
 	})
+	registry.RegisterPipelineConfig("placement", "configs/default.yaml")
 }
 
 // placementLogs is the placement expert: the sim section's expert places the tuned workload

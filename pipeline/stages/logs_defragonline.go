@@ -13,12 +13,14 @@ import (
 	"github.com/schedrl/schedrl/family"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 	"github.com/schedrl/schedrl/sim"
 )
 
 // The defrag-online family: an online method's invocations are its expert logs, cloned as a
 // defrag dataset (datasets.env: defrag); its episodes read the defrag and defrag_online
-// sections, and it is also an eval.timed.kind, whose timelines are the defrag_online section.
+// sections, and it is also an eval.timed.kind, whose timelines are the defrag_online section;
+// configs/defrag-online.yaml's pipeline publishes it as the registry model defrag.
 func init() {
 	family.Register(family.Family{
 		Name:       online.EnvName,
@@ -31,6 +33,7 @@ func init() {
 			return c.DefragOnline, nil
 		},
 	})
+	registry.RegisterPipelineConfig("defrag", "configs/defrag-online.yaml")
 }
 
 // onlineDemos is the defrag-online expert: defrag_online.expert defragments the timeline of

@@ -17,11 +17,12 @@ import (
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/jobs"
 	"github.com/schedrl/schedrl/pipeline"
+	"github.com/schedrl/schedrl/registry"
 )
 
 // The maifs family: the expert's fungible decision logs, rebuilt as multi-agent decision
 // points on the maifs section's tables (which cloning reads too); its episodes read the maifs
-// section.
+// section; configs/maifs.yaml's pipeline publishes it as the registry model maifs.
 func init() {
 	family.Register(family.Family{
 		Name:       env.MAIFSName,
@@ -33,6 +34,7 @@ func init() {
 		},
 		Sections: func(c config.Config) any { return c.MAIFS },
 	})
+	registry.RegisterPipelineConfig("maifs", "configs/maifs.yaml")
 }
 
 // maifsDatasetKey is what a maifs dataset reads of the maifs section: the environment, the

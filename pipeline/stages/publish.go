@@ -101,7 +101,17 @@ func checkGate(cfg config.Config) error {
 	if len(g.Metrics) > 0 {
 		key = "pipeline.gate.metrics"
 	}
+	guards, _ := g.GuardrailsOf() // the gate's validation parsed them
+	type checked struct{ key, name string }
+	var measures []checked
 	for _, name := range g.Names() {
+		measures = append(measures, checked{key, name})
+	}
+	for i, gr := range guards {
+		measures = append(measures, checked{fmt.Sprintf("pipeline.gate.guardrails[%d]", i), gr.Metric.Name})
+	}
+	for _, c := range measures {
+		key, name := c.key, c.name
 		metric, _ := config.GateMetricOf(name) // the gate's validation knows it
 		switch timed := cfg.Eval.Timed.Kind != ""; {
 		case metric.Timed && !timed:
@@ -145,6 +155,19 @@ func (s *publishStage) Run(ctx context.Context, env pipeline.Env) (pipeline.Resu
 		}
 		metric, _ := config.GateMetricOf(name)
 		gate.Metrics = append(gate.Metrics, pipeline.Measure{Name: name, LowerIsBetter: metric.LowerIsBetter})
+	}
+	guards, err := s.gate.GuardrailsOf()
+	if err != nil {
+		return pipeline.Result{}, err
+	}
+	for _, gr := range guards {
+		if scores[gr.Metric.Name] == nil {
+			if scores[gr.Metric.Name], err = m.Score(gr.Metric.Name); err != nil {
+				return pipeline.Result{}, fmt.Errorf("gate: %w", err)
+			}
+		}
+		gate.Guardrails = append(gate.Guardrails, pipeline.Guardrail{
+			Measure: pipeline.Measure{Name: gr.Metric.Name, LowerIsBetter: gr.Metric.LowerIsBetter}, Tolerance: gr.Tolerance})
 	}
 	d := gate.Decide(scores, roles.Candidate, roles.Champion)
 

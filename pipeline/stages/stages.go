@@ -18,12 +18,10 @@ import (
 // to the registry, so that this package builds without cgo. Build refuses a selected stage
 // whose field is nil.
 type Deps struct {
-	// ResolvePolicy resolves eval policy references, checkpoints included; ResolveDefrag the
-	// defrag-online eval's checkpoints.
+	// ResolvePolicy resolves eval policy references, checkpoints included; Learned the timed
+	// eval kinds' checkpoints.
 	ResolvePolicy eval.Resolver
-	ResolveDefrag eval.DefragResolver
-	// ResolveFungible resolves the fungible eval's multi-agent checkpoints.
-	ResolveFungible eval.FungibleResolver
+	Learned       eval.Learned
 	// Pretrain and Finetune run the training stages.
 	Pretrain, Finetune TrainFunc
 

@@ -137,7 +137,7 @@ func TestBuildRejectsBadReferences(t *testing.T) {
 		},
 			`pipeline.gate.metric: alloc_gpu_pct_130 is the arrival protocol's measure, and eval.timed.kind is "tasks"`},
 		{"no expert logs for the environment", func(c *config.Config) { c.Finetune.Env = "defrag" },
-			`finetune.env: "defrag": the logs stage makes expert logs for [defrag-online maifs placement] only`},
+			`finetune.env: "defrag": the logs stage makes expert logs for [defrag-online drr maifs placement] only`},
 		{"gate baseline not evaluated", func(c *config.Config) {
 			c.Pipeline.Stages = config.PipelineStages
 			c.Eval.Policies = []string{"bestfit"}
