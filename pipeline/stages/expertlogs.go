@@ -1,9 +1,7 @@
 package stages
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,13 +114,6 @@ func (m *placementLogs) make(ctx context.Context, units []int, dir string, log *
 			"alloc_gpu_pct", r.Result.Final.GPUAllocPct, "seconds", fmt.Sprintf("%.1f", r.WallSeconds))
 	}
 	return made, errors.Join(errs...)
-}
-
-// decodeStrict reads JSON refusing unknown fields: a part of another layout is not half read.
-func decodeStrict(data []byte, into any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	return dec.Decode(into)
 }
 
 // hashFiles returns the content hash of each named input file, for keys: a trace edited in

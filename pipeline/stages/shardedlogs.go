@@ -1,6 +1,7 @@
 package stages
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -268,4 +269,11 @@ func (s *shardedLogs) merge(ctx context.Context, parts [][]byte, dir string, log
 		log.Warn("stored logs not deleted", "err", err)
 	}
 	return count, nil
+}
+
+// decodeStrict reads JSON refusing unknown fields: a part of another layout is not half read.
+func decodeStrict(data []byte, into any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(into)
 }
