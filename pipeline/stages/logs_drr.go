@@ -78,6 +78,9 @@ func newDRRLogs(cfg config.Config) (*drrLogs, error) {
 	if err := checkDRRPipeline(cfg); err != nil {
 		return nil, err
 	}
+	if err := localOnly(cfg, "the drr expert logs"); err != nil {
+		return nil, err
+	}
 	if _, err := tasks.NewPlacer(cfg.Sim.Policy); err != nil {
 		return nil, fmt.Errorf("sim.policy: %w", err)
 	}

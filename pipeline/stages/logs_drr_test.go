@@ -57,6 +57,9 @@ func TestDRRPipelineRefusesBadInput(t *testing.T) {
 		{"eval.seeds: 900 is not a held-out timeline", func(c *config.Config) { c.Eval.Seeds = "101,900" }},
 		{"pipeline.log_seeds: 101 is a held-out timeline", func(c *config.Config) { c.Pipeline.LogSeeds = "101" }},
 		{"sim.policy", func(c *config.Config) { c.Sim.Policy = "no-such-placer" }},
+		{"pipeline.executor.kind: \"kubernetes\": the drr expert logs", func(c *config.Config) {
+			c.Pipeline.Executor.Kind, c.Pipeline.Executor.Image = "kubernetes", "registry.example/schedrl:v2"
+		}},
 		{"defrag_online.warmup_s", func(c *config.Config) { c.DefragOnline.Warmup = 7200 }},
 		{"timed.load", func(c *config.Config) { c.Eval.Timed.Load = 0 }},
 		{"gate.guardrails[0]", func(c *config.Config) { c.Pipeline.Gate.Guardrails = []string{"queue_delay_gpu_mean_s"} }},
