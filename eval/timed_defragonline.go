@@ -7,7 +7,6 @@ import (
 
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/internal/config"
-	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
 
@@ -34,12 +33,11 @@ type defragOnlineKind struct{}
 func (defragOnlineKind) localOnly() {}
 
 type defragOnlineWorld struct {
-	sec      config.DefragOnlineConfig
-	oc       online.Config
-	load     float64
-	step     float64 // time-series spacing
-	nodes    []sim.Node
-	pods     []podList
+	sec  config.DefragOnlineConfig
+	oc   online.Config
+	load float64
+	step float64 // time-series spacing
+	timelines
 	policies []DefragFactory // nil: no defragmenter
 	seeds    []uint64
 }
@@ -74,32 +72,17 @@ func (defragOnlineKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Opti
 	}
 	sec := *opts.DefragOnline
 	w := &defragOnlineWorld{sec: sec, oc: online.ConfigOf(sec), load: cfg.Timed.Load, step: cfg.Timed.SeriesStep, seeds: seeds}
-	var refs []PolicyRef
-	for _, s := range cfg.Policies {
-		ref, err := ParsePolicyRef(s)
-		if err != nil {
-			return nil, err
+	refs, err := parseTimedPolicies(cfg.Policies, func(name string) error {
+		if strings.EqualFold(name, "none") {
+			return nil
 		}
-		switch ref.Kind {
-		case Checkpoint:
-			if err := fileExists(fmt.Sprintf("policy %q: checkpoint", ref.Raw), ref.Dir); err != nil {
-				return nil, err
-			}
-		case Registry:
-		default:
-			if !strings.EqualFold(ref.Name, "none") {
-				if _, err := online.NewPlanner(ref.Name); err != nil {
-					return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
-				}
-			}
-		}
-		refs = append(refs, ref)
+		_, err := online.NewPlanner(name)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	var err error
-	if w.nodes, err = sim.LoadNodes(cfg.Nodes); err != nil {
-		return nil, fmt.Errorf("nodes %q: %w", cfg.Nodes, err)
-	}
-	if w.pods, err = loadPodLists(cfg); err != nil {
+	if w.timelines, err = loadTimelines(cfg); err != nil {
 		return nil, err
 	}
 	// Last, since resolving may load networks or pull from the registry.
@@ -126,14 +109,6 @@ func (w *defragOnlineWorld) resolve(ref PolicyRef, learned DefragResolver) (Defr
 		return nil, nil
 	}
 	return func() (online.Planner, error) { return online.NewPlanner(ref.Name) }, nil
-}
-
-func (w *defragOnlineWorld) workloads() []string {
-	names := make([]string, len(w.pods))
-	for i, p := range w.pods {
-		names[i] = p.ref.Name
-	}
-	return names
 }
 
 // seeded is always true: the seed draws the Poisson arrivals and the tie order.

@@ -7,7 +7,6 @@ import (
 	"github.com/schedrl/schedrl/defrag/online"
 	"github.com/schedrl/schedrl/internal/config"
 	"github.com/schedrl/schedrl/policy"
-	"github.com/schedrl/schedrl/sim"
 	"github.com/schedrl/schedrl/tasks"
 )
 
@@ -28,12 +27,11 @@ type drrKind struct{}
 func (drrKind) localOnly() {}
 
 type drrWorld struct {
-	sec      config.DefragOnlineConfig
-	load     float64
-	sample   int
-	step     float64
-	nodes    []sim.Node
-	pods     []podList
+	sec    config.DefragOnlineConfig
+	load   float64
+	sample int
+	step   float64
+	timelines
 	policies []drrPolicy
 	seeds    []uint64
 }
@@ -69,30 +67,14 @@ func (drrKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (tim
 		return nil, err
 	}
 	w := &drrWorld{sec: *opts.DefragOnline, load: cfg.Timed.Load, sample: cfg.Timed.SampleNodes, step: cfg.Timed.SeriesStep, seeds: seeds}
-	var refs []PolicyRef
-	for _, s := range cfg.Policies {
-		ref, err := ParsePolicyRef(s)
-		if err != nil {
-			return nil, err
-		}
-		switch ref.Kind {
-		case Checkpoint:
-			if err := fileExists(fmt.Sprintf("policy %q: checkpoint", ref.Raw), ref.Dir); err != nil {
-				return nil, err
-			}
-		case Registry:
-		default:
-			if _, err := tasks.NewPlacer(ref.Name); err != nil {
-				return nil, fmt.Errorf("policy %q: %w", ref.Raw, err)
-			}
-		}
-		refs = append(refs, ref)
+	refs, err := parseTimedPolicies(cfg.Policies, func(name string) error {
+		_, err := tasks.NewPlacer(name)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
-	var err error
-	if w.nodes, err = sim.LoadNodes(cfg.Nodes); err != nil {
-		return nil, fmt.Errorf("nodes %q: %w", cfg.Nodes, err)
-	}
-	if w.pods, err = loadPodLists(cfg); err != nil {
+	if w.timelines, err = loadTimelines(cfg); err != nil {
 		return nil, err
 	}
 	// Last, since resolving may load networks or pull from the registry.
@@ -109,14 +91,6 @@ func (drrKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (tim
 		w.policies = append(w.policies, p)
 	}
 	return w, nil
-}
-
-func (w *drrWorld) workloads() []string {
-	names := make([]string, len(w.pods))
-	for i, p := range w.pods {
-		names[i] = p.ref.Name
-	}
-	return names
 }
 
 // seeded is always true: the seed draws the sub-cluster, the Poisson arrivals and the tie order.
