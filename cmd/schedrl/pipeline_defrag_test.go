@@ -20,16 +20,8 @@ import (
 // a second run skips every stage, and `defrag online --model defrag-smoke@1` runs the
 // published network to the eval's number for the same timeline.
 func TestDefragOnlinePipeline(t *testing.T) {
-	root := t.TempDir()
-	dir, store := filepath.Join(root, "pipeline"), "file://"+filepath.Join(root, "registry")
-	env := []string{"SCHEDRL_REGISTRY_STORE=" + store, "SCHEDRL_REGISTRY_TRACKING_URI="}
 	const cfgPath = "configs/defrag-online-smoke.yaml"
-	first := runCLIConfig(t, cfgPath, dir, env)
-	for _, s := range first.Stages {
-		if s.Status != pipeline.StatusDone {
-			t.Fatalf("first run: stage %s %s, want done", s.Name, s.Status)
-		}
-	}
+	first, dir, store, env := runFamilyPipeline(t, cfgPath)
 	pub := readPublished(t, first)
 	if pub.Ref != "defrag-smoke@1" || !strings.Contains(pub.Decision.Reason, "queue_delay_whole-gpu_mean_s") {
 		t.Fatalf("published %+v: want defrag-smoke@1 with the whole-GPU gate's reason", pub)

@@ -21,16 +21,8 @@ import (
 // seed by seed; a second run skips every stage, and `defrag online --model drr-smoke@1` (the
 // whole DRR policy from the registry) runs to the eval's numbers for the same timeline.
 func TestDRRPipeline(t *testing.T) {
-	root := t.TempDir()
-	dir, store := filepath.Join(root, "pipeline"), "file://"+filepath.Join(root, "registry")
-	env := []string{"SCHEDRL_REGISTRY_STORE=" + store, "SCHEDRL_REGISTRY_TRACKING_URI="}
 	const cfgPath = "configs/drr-smoke.yaml"
-	first := runCLIConfig(t, cfgPath, dir, env)
-	for _, s := range first.Stages {
-		if s.Status != pipeline.StatusDone {
-			t.Fatalf("first run: stage %s %s, want done", s.Name, s.Status)
-		}
-	}
+	first, dir, store, env := runFamilyPipeline(t, cfgPath)
 	if m := stageOf(t, first, "logs").Metric; m == nil || m.Name != "starts" || m.Value == 0 {
 		t.Errorf("logs stage metric %+v, want FGD's starts", m)
 	}

@@ -22,16 +22,8 @@ import (
 // skips every stage, and `schedrl jobs --policy maifs-smoke@1` runs the published network to
 // the eval's numbers for the same seed.
 func TestMAIFSPipeline(t *testing.T) {
-	root := t.TempDir()
-	dir, store := filepath.Join(root, "pipeline"), "file://"+filepath.Join(root, "registry")
-	env := []string{"SCHEDRL_REGISTRY_STORE=" + store, "SCHEDRL_REGISTRY_TRACKING_URI="}
 	const cfgPath = "configs/maifs-smoke.yaml"
-	first := runCLIConfig(t, cfgPath, dir, env)
-	for _, s := range first.Stages {
-		if s.Status != pipeline.StatusDone {
-			t.Fatalf("first run: stage %s %s, want done", s.Name, s.Status)
-		}
-	}
+	first, dir, store, env := runFamilyPipeline(t, cfgPath)
 	pub := readPublished(t, first)
 	metrics := map[string]bool{}
 	for _, c := range pub.Decision.Comparisons {

@@ -67,6 +67,24 @@ func runCLI(t *testing.T, dir string, env []string) *pipeline.Record {
 	return runCLIConfig(t, "configs/smoke.yaml", dir, env)
 }
 
+// runFamilyPipeline runs config's pipeline once with a file registry in a temporary folder and
+// fails unless every stage is done; it returns the run's record, its pipeline folder, the
+// registry's store and the environment naming it, for the family tests' second run and their
+// commands on the registry.
+func runFamilyPipeline(t *testing.T, config string) (first *pipeline.Record, dir, store string, env []string) {
+	t.Helper()
+	root := t.TempDir()
+	dir, store = filepath.Join(root, "pipeline"), "file://"+filepath.Join(root, "registry")
+	env = []string{"SCHEDRL_REGISTRY_STORE=" + store, "SCHEDRL_REGISTRY_TRACKING_URI="}
+	first = runCLIConfig(t, config, dir, env)
+	for _, s := range first.Stages {
+		if s.Status != pipeline.StatusDone {
+			t.Fatalf("first run: stage %s %s, want done", s.Name, s.Status)
+		}
+	}
+	return first, dir, store, env
+}
+
 func runCLIConfig(t *testing.T, config, dir string, env []string) *pipeline.Record {
 	t.Helper()
 	var out bytes.Buffer
