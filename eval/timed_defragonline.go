@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 
@@ -27,7 +26,7 @@ type DefragResolver func(PolicyRef) (DefragFactory, error)
 // online method (greedy, make-room, ...), or a defrag checkpoint or registry reference
 // (Options.Learned). Placement is FGD, the queue FIFO with backfill, as
 // `schedrl defrag online` runs them.
-type defragOnlineKind struct{}
+type defragOnlineKind struct{ timelinesKind }
 
 // localOnly: the world reads the whole defrag_online section.
 func (defragOnlineKind) localOnly() {}
@@ -42,26 +41,15 @@ type defragOnlineWorld struct {
 	seeds    []uint64
 }
 
-func (defragOnlineKind) workloadName(raw, tracesDir string) (string, error) {
-	ref, err := ParseTraceRef(raw, tracesDir)
-	return ref.Name, err
-}
-
 // CheckDefragOnline checks what the defrag-online kind reads besides policies and files: the
 // offered load (eval.timed.load) and sec's timelines, trigger, budget and downtime. Errors name
 // the key; the pipeline calls it before any stage runs.
 func CheckDefragOnline(cfg config.EvalConfig, sec *config.DefragOnlineConfig) error {
-	if sec == nil {
-		return errors.New("timed.kind defrag-online: no defrag_online section (the timelines' horizon, trigger and budget) was given")
-	}
-	if err := sec.Validate(); err != nil {
-		return fmt.Errorf("defrag_online.%w", err)
+	if err := checkTimelines(cfg, sec, "timed.kind defrag-online: no defrag_online section (the timelines' horizon, trigger and budget) was given", "defrag-online"); err != nil {
+		return err
 	}
 	if err := online.ConfigOf(*sec).Validate(); err != nil {
 		return fmt.Errorf("defrag_online.%w", err)
-	}
-	if l := cfg.Timed.Load; !(l > 0 && l <= 10) {
-		return fmt.Errorf("timed.load: the defrag-online timelines need an offered load in (0, 10], got %v", l)
 	}
 	return nil
 }

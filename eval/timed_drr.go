@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/schedrl/schedrl/defrag/online"
@@ -21,7 +20,7 @@ func init() { registerTimedKind(online.DRREnvName, drrKind{}) }
 // online.DRRRescheduler reschedules on DRR's periodic trigger with its budget scaled to the
 // sub-cluster (online.PeriodicConfig). A run reports, beside the tasks world's measures, its
 // time-averaged fragmentation rate (frag_ratio_mean_pct), migrations and downtime.
-type drrKind struct{}
+type drrKind struct{ timelinesKind }
 
 // localOnly: the world reads the defrag_online section.
 func (drrKind) localOnly() {}
@@ -42,24 +41,10 @@ type drrPolicy struct {
 	learned PolicyFactory
 }
 
-func (drrKind) workloadName(raw, tracesDir string) (string, error) {
-	ref, err := ParseTraceRef(raw, tracesDir)
-	return ref.Name, err
-}
-
 // CheckDRR checks what the drr kind reads besides policies and files: the offered load and
 // sec's timelines. Errors name the key; the pipeline calls it before any stage runs.
 func CheckDRR(cfg config.EvalConfig, sec *config.DefragOnlineConfig) error {
-	if sec == nil {
-		return errors.New("timed.kind drr: no defrag_online section (the timelines' horizon, warm-up and cap) was given")
-	}
-	if err := sec.Validate(); err != nil {
-		return fmt.Errorf("defrag_online.%w", err)
-	}
-	if l := cfg.Timed.Load; !(l > 0 && l <= 10) {
-		return fmt.Errorf("timed.load: the drr timelines need an offered load in (0, 10], got %v", l)
-	}
-	return nil
+	return checkTimelines(cfg, sec, "timed.kind drr: no defrag_online section (the timelines' horizon, warm-up and cap) was given", "drr")
 }
 
 func (drrKind) prepare(cfg config.EvalConfig, seeds []uint64, opts Options) (timedWorld, error) {

@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/schedrl/schedrl/internal/config"
@@ -58,4 +59,28 @@ func parseTimedPolicies(policies []string, heuristic func(name string) error) ([
 		refs = append(refs, ref)
 	}
 	return refs, nil
+}
+
+// timelinesKind is what the defrag-online and drr kinds share as kinds: their workloads are
+// eval.traces' pod lists by name.
+type timelinesKind struct{}
+
+func (timelinesKind) workloadName(raw, tracesDir string) (string, error) {
+	ref, err := ParseTraceRef(raw, tracesDir)
+	return ref.Name, err
+}
+
+// checkTimelines checks what every timelines kind reads: sec (missing is the error when it is
+// absent) and the offered load (eval.timed.load). Errors name the key.
+func checkTimelines(cfg config.EvalConfig, sec *config.DefragOnlineConfig, missing, kind string) error {
+	if sec == nil {
+		return errors.New(missing)
+	}
+	if err := sec.Validate(); err != nil {
+		return fmt.Errorf("defrag_online.%w", err)
+	}
+	if l := cfg.Timed.Load; !(l > 0 && l <= 10) {
+		return fmt.Errorf("timed.load: the %s timelines need an offered load in (0, 10], got %v", kind, l)
+	}
+	return nil
 }
