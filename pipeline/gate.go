@@ -72,50 +72,37 @@ func (g Gate) Decide(scores map[string]Scores, candidate, champion string) Decis
 	}
 	var d Decision
 	var missing, lost []string
-	for _, m := range g.Metrics {
+	// pairs compares the candidate's scores of metric with each opponent's on every workload,
+	// recording each comparison and naming what is missing; it returns those that did not pass.
+	pairs := func(metric string, opponents []string, judge func(c, v []float64) Comparison) (failed []string) {
 		for _, w := range g.Workloads {
-			c, ok := scores[m.Name][candidate][w]
+			c, ok := scores[metric][candidate][w]
 			if !ok || len(c) == 0 {
-				missing = append(missing, fmt.Sprintf("%s of %s on %s", m.Name, candidate, w))
+				missing = append(missing, fmt.Sprintf("%s of %s on %s", metric, candidate, w))
 				continue
 			}
 			for _, o := range opponents {
-				v, ok := scores[m.Name][o][w]
+				v, ok := scores[metric][o][w]
 				if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
-					missing = append(missing, fmt.Sprintf("%s of %s on %s", m.Name, o, w))
+					missing = append(missing, fmt.Sprintf("%s of %s on %s", metric, o, w))
 					continue
 				}
-				cmp := g.compare(m, c, v)
-				cmp.Metric, cmp.Workload, cmp.Against = m.Name, w, o
+				cmp := judge(c, v)
+				cmp.Metric, cmp.Workload, cmp.Against = metric, w, o
 				d.Comparisons = append(d.Comparisons, cmp)
 				if !cmp.Pass {
-					lost = append(lost, cmp.describe())
+					failed = append(failed, cmp.describe())
 				}
 			}
 		}
+		return failed
+	}
+	for _, m := range g.Metrics {
+		lost = append(lost, pairs(m.Name, opponents, func(c, v []float64) Comparison { return g.compare(m, c, v) })...)
 	}
 	var breached []string
 	for _, gr := range g.Guardrails {
-		for _, w := range g.Workloads {
-			c, ok := scores[gr.Name][candidate][w]
-			if !ok || len(c) == 0 {
-				missing = append(missing, fmt.Sprintf("%s of %s on %s", gr.Name, candidate, w))
-				continue
-			}
-			for _, o := range g.Baselines {
-				v, ok := scores[gr.Name][o][w]
-				if !ok || len(v) == 0 || (g.Paired && len(v) != len(c)) {
-					missing = append(missing, fmt.Sprintf("%s of %s on %s", gr.Name, o, w))
-					continue
-				}
-				cmp := g.guard(gr, c, v)
-				cmp.Metric, cmp.Workload, cmp.Against = gr.Name, w, o
-				d.Comparisons = append(d.Comparisons, cmp)
-				if !cmp.Pass {
-					breached = append(breached, cmp.describe())
-				}
-			}
-		}
+		breached = append(breached, pairs(gr.Name, g.Baselines, func(c, v []float64) Comparison { return g.guard(gr, c, v) })...)
 	}
 	switch {
 	case len(missing) > 0:
