@@ -83,22 +83,32 @@ func (c *Cluster) FeasibleNodes(t Task, buf []int) []int {
 func (c *Cluster) Candidates(t Task, buf []Choice) []Choice {
 	tmask := c.typeMask(t.GPUTypes)
 	for i := range c.nodes {
-		if !c.fitsNode(&t, tmask, i) {
-			continue
-		}
-		if t.Sharing() {
-			s := &c.st[i]
-			for g := 0; g < c.nodes[i].GPUs; g++ {
-				if int64(s.gpuFree[g]) >= t.GPUMilli {
-					buf = append(buf, Choice{Node: i, GPUs: NewGPUSet(g)})
-				}
-			}
-			continue
-		}
-		set, _ := c.TightestGPUs(t, i)
-		buf = append(buf, Choice{Node: i, GPUs: set})
+		buf = c.nodeCandidates(&t, tmask, i, buf)
 	}
 	return buf
+}
+
+// NodeCandidates appends to buf Candidates' choices on node i alone, for callers that keep
+// per-node results while only a few nodes change (see NodeVersion).
+func (c *Cluster) NodeCandidates(t Task, i int, buf []Choice) []Choice {
+	return c.nodeCandidates(&t, c.typeMask(t.GPUTypes), i, buf)
+}
+
+func (c *Cluster) nodeCandidates(t *Task, tmask uint64, i int, buf []Choice) []Choice {
+	if !c.fitsNode(t, tmask, i) {
+		return buf
+	}
+	if t.Sharing() {
+		s := &c.st[i]
+		for g := 0; g < c.nodes[i].GPUs; g++ {
+			if int64(s.gpuFree[g]) >= t.GPUMilli {
+				buf = append(buf, Choice{Node: i, GPUs: NewGPUSet(g)})
+			}
+		}
+		return buf
+	}
+	set, _ := c.TightestGPUs(*t, i)
+	return append(buf, Choice{Node: i, GPUs: set})
 }
 
 // TightestGPUs is the best-fit GPU choice on node i: for a sharing task the GPU with the least
