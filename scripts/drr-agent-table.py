@@ -1,6 +1,6 @@
 """The DRR acceptance table from scripts/drr-agent-table.sh's runs: per pod list and load, the
 time-averaged fragmentation rate of FGD without rescheduling, of the best baseline method (FGD
-placer, the lowest seed mean), of the zero-cost oracle and of each DRR agent, the agent's paired
+placer, the lowest seed mean among the methods the folder has runs of), of the zero-cost oracle and of each DRR agent, the agent's paired
 differences (95% Student's t half-widths over the seeds), the ratio to FGD-none (the bar: at most
 0.5), the share of the FGD-to-oracle gap it closes, and its QoS beside FGD-none's."""
 import sys
@@ -30,11 +30,12 @@ def main(folder):
         for label in agents:
             ag = r[(label, "drr")]
             seeds = sorted(set(ag) & set(none) & set(r.get(("fgd", "oracle"), {})))
-            seeds = [s for s in seeds if all(s in r.get(("fgd", m), {}) for m in METHODS)]
-            if not seeds:
+            methods = [m for m in METHODS if ("fgd", m) in r]  # the methods this folder ran
+            seeds = [s for s in seeds if all(s in r[("fgd", m)] for m in methods)]
+            if not seeds or not methods:
                 continue
             rate = lambda runs_: mean([runs_[s]["frag_ratio_mean_pct"] for s in seeds])
-            best = min(METHODS, key=lambda m: rate(r[("fgd", m)]))
+            best = min(methods, key=lambda m: rate(r[("fgd", m)]))
             b, o = r[("fgd", best)], r[("fgd", "oracle")]
             n_rate, a_rate, o_rate = rate(none), rate(ag), rate(o)
             gap = n_rate - o_rate
