@@ -27,8 +27,9 @@ type greedy struct {
 	cands   []sim.Choice
 }
 
-// maxStates bounds the node states kept while plans run on one cluster.
-const maxStates = 1 << 16
+// maxStates bounds the node states kept while plans run on one cluster (a plan on the whole
+// openb cluster sees about 1,400; every shape keeps a score per state).
+const maxStates = 1 << 13
 
 // nodeState is what a node's choices and their gains depend on.
 type nodeState struct {
